@@ -1,0 +1,42 @@
+#pragma once
+// The library's entry point: analyse a model over a corpus and write the report directory.
+// The command line fills AnalysisOptions and calls run_analysis(); nothing here prints to stdout.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace headscan {
+
+struct AnalysisOptions {
+  std::string model_path;
+  std::string corpus_path;
+  std::string output_dir = "headscan-report";
+  std::string tokenizer_path;             // overrides the tokenizer.json inside the model
+  bool force = false;                     // replace a non-empty output directory
+  int threads = 0;                        // 0: LibTorch's default
+  std::int64_t batch_size = 8;            // sequences per forward call
+  std::int64_t max_length = 0;            // 0: headscan.json's max_length, else 512
+  std::int64_t max_sequences = 0;         // 0: the whole corpus
+  std::uint64_t seed = 0;                 // for probe sequences
+  std::map<std::string, double> thresholds;  // overrides by name
+  bool progress = true;                   // progress on stderr
+};
+
+struct AnalysisSummary {
+  std::string output_dir;
+  int layers = 0;
+  int heads = 0;
+  std::int64_t sequences = 0;
+  std::int64_t tokens = 0;
+  double seconds = 0;
+  std::map<std::string, int> label_counts;  // primary label → heads
+  std::vector<std::string> warnings;
+};
+
+// Throws InputError for bad input (exit 2) and other exceptions for failures while running.
+AnalysisSummary run_analysis(const AnalysisOptions& options);
+
+}  // namespace headscan

@@ -1,0 +1,103 @@
+// The headscan command line: parses options into AnalysisOptions and calls the library.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "analyzer/analysis.h"
+#include "analyzer/errors.h"
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitBadInput = 2;
+
+// "NAME=VALUE" pairs from --threshold.
+std::map<std::string, double> parse_thresholds(const std::vector<std::string>& pairs) {
+  std::map<std::string, double> thresholds;
+  for (const std::string& pair : pairs) {
+    const auto equals = pair.find('=');
+    std::size_t used = 0;
+    double value = 0;
+    try {
+      if (equals == std::string::npos || equals == 0) throw std::invalid_argument("no NAME=");
+      value = std::stod(pair.substr(equals + 1), &used);
+      if (used != pair.size() - equals - 1) throw std::invalid_argument("trailing text");
+    } catch (const std::exception&) {
+      throw headscan::InputError(
+          fmt::format("--threshold {}: expected NAME=VALUE with a number, e.g. --threshold previous_token=0.6", pair));
+    }
+    thresholds[pair.substr(0, equals)] = value;
+  }
+  return thresholds;
+}
+
+void print_summary(const headscan::AnalysisSummary& summary) {
+  fmt::print("analysed {} sequences ({} tokens) in {:.1f} s: {} layers x {} heads\n", summary.sequences,
+             summary.tokens, summary.seconds, summary.layers, summary.heads);
+  std::vector<std::string> counts;
+  for (const auto& [label, count] : summary.label_counts) counts.push_back(fmt::format("{} {}", count, label));
+  fmt::print("primary labels: {}\n", fmt::join(counts, ", "));
+  fmt::print("report: {}/heads.json\n", summary.output_dir);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  headscan::AnalysisOptions options;
+  std::vector<std::string> thresholds;
+  bool quiet = false;
+
+  CLI::App app{"headscan: label the attention heads of a TorchScript transformer by what they do"};
+  app.set_version_flag("--version", std::string("headscan ") + HEADSCAN_VERSION);
+  app.add_option("model", options.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
+  app.add_option("corpus", options.corpus_path, "text corpus, one document per line")->required();
+  app.add_option("-o,--output", options.output_dir, "report directory to create")->capture_default_str();
+  app.add_flag("--force", options.force, "replace the output directory if it exists and is not empty");
+  app.add_option("--tokenizer", options.tokenizer_path,
+                 "tokenizer.json to use instead of the one inside the model");
+  app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: all cores)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--batch-size", options.batch_size, "sequences per forward call")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-length", options.max_length,
+                 "tokens per sequence, BOS included; longer lines are cut into windows "
+                 "(default: max_length of headscan.json, else 512)")
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
+  app.add_option("--max-sequences", options.max_sequences, "stop after this many sequences (0: whole corpus)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--seed", options.seed, "seed for the synthetic probe sequences")->capture_default_str();
+  app.add_option("--threshold", thresholds,
+                 "change a label threshold, NAME=VALUE (e.g. previous_token=0.6); repeatable")
+      ->type_name("NAME=VALUE");
+  app.add_flag("-q,--quiet", quiet, "no progress or summary output");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+
+  try {
+    options.thresholds = parse_thresholds(thresholds);
+    options.progress = !quiet;
+    const headscan::AnalysisSummary summary = headscan::run_analysis(options);
+    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
+    if (!quiet) print_summary(summary);
+    return 0;
+  } catch (const headscan::InputError& e) {
+    fmt::print(stderr, "headscan: error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "headscan: failed: {}\n", e.what());
+    return kExitFailure;
+  }
+}

@@ -1,0 +1,31 @@
+#pragma once
+// The report directory is written into a temporary directory beside the target and renamed into
+// place when complete, so a failed run leaves nothing half-written and an existing report is
+// only replaced with --force.
+
+#include <filesystem>
+
+namespace headscan {
+
+class OutputDirectory {
+ public:
+  // Checks the target and creates the staging directory. Throws InputError when the target
+  // exists and is not an empty directory (without `force`), or when it cannot be written.
+  OutputDirectory(std::filesystem::path target, bool force);
+  ~OutputDirectory();  // removes the staging directory unless committed
+  OutputDirectory(const OutputDirectory&) = delete;
+  OutputDirectory& operator=(const OutputDirectory&) = delete;
+
+  const std::filesystem::path& staging() const { return staging_; }
+  const std::filesystem::path& target() const { return target_; }
+
+  // Moves the staging directory into place, replacing the target.
+  void commit();
+
+ private:
+  std::filesystem::path target_;
+  std::filesystem::path staging_;
+  bool committed_ = false;
+};
+
+}  // namespace headscan

@@ -1,0 +1,31 @@
+#pragma once
+// Progress on stderr: a redrawn bar with tokens/s and ETA on a terminal, a line at every 10 %
+// otherwise, nothing when disabled.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace headscan {
+
+class Progress {
+ public:
+  // `total` is the amount of work in the unit of update() (corpus bytes, or sequences).
+  Progress(bool enabled, std::uint64_t total, std::string unit_name);
+  // `done`: work done so far; `tokens`: tokens analysed so far.
+  void update(std::uint64_t done, std::uint64_t tokens);
+  void finish(std::uint64_t tokens);
+
+ private:
+  void draw(double fraction, std::uint64_t tokens, bool final);
+
+  bool enabled_;
+  bool terminal_;
+  std::uint64_t total_;
+  std::string unit_name_;
+  int last_decile_ = -1;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+}  // namespace headscan

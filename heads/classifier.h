@@ -1,0 +1,74 @@
+#pragma once
+// The interface every head type implements. A classifier accumulates statistics (sums and
+// counts) over the attention of every layer and head, batch by batch, and turns them into scores
+// and labels at the end. Statistics merge, so shards of a corpus can be analysed separately.
+//
+// Shapes: attention is [B, H, T, T] float32 (query rows, key columns, rows sum to 1 over the
+// keys each query can see); per-batch context tensors are [B, T].
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace at {
+class Tensor;
+}
+
+namespace headscan {
+
+// Where a batch comes from: the user's corpus or headscan's synthetic probe sequences.
+enum class BatchSource { corpus, probe };
+
+struct BatchContext {
+  const at::Tensor& token_ids;  // [B, T] int64
+  const at::Tensor& valid;      // [B, T] bool: false on padding
+  const at::Tensor& special;    // [B, T] bool: BOS and the tokenizer's special tokens
+  bool causal = true;           // queries see only keys j <= i
+  bool has_bos = true;          // position 0 of every sequence is BOS
+  BatchSource source = BatchSource::corpus;
+};
+
+struct ModelShape {
+  int layers = 0;
+  int heads = 0;
+};
+
+// Thresholds by name ("previous_token" → 0.5), as written in heads.json.
+using Thresholds = std::map<std::string, double>;
+
+// What a classifier concludes about one head.
+struct HeadVerdict {
+  nlohmann::json& scores;            // the head's "scores" object in heads.json
+  std::vector<std::string>& labels;  // labels the head earns, e.g. "previous-token"
+};
+
+class HeadClassifier {
+ public:
+  virtual ~HeadClassifier() = default;
+
+  // The key of the score in heads.json, e.g. "previous_token".
+  virtual std::string name() const = 0;
+  // Default thresholds this classifier labels with (empty when it only reports a score).
+  virtual Thresholds default_thresholds() const { return {}; }
+
+  // Capabilities, asked rather than assumed.
+  virtual bool wants_corpus() const { return true; }
+  virtual bool wants_probes() const { return false; }
+
+  // Called once before the first observe().
+  virtual void begin(const ModelShape& shape) = 0;
+  // One layer's attention for one batch: [B, H, T, T].
+  virtual void observe(int layer, const at::Tensor& attention, const BatchContext& context) = 0;
+
+  // Mergeable statistics: save() writes them, merge() adds statistics saved by another run of
+  // the same classifier on the same model (a shard).
+  virtual nlohmann::json save() const = 0;
+  virtual void merge(const nlohmann::json& saved) = 0;
+
+  // Scores and labels of one head from the accumulated statistics.
+  virtual void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const = 0;
+};
+
+}  // namespace headscan

@@ -1,0 +1,25 @@
+// confidence: mean max_j A[i, j] over all queries (Voita et al. 2019).
+#include <torch/torch.h>
+
+#include "heads/mean_score.h"
+#include "heads/registry.h"
+
+namespace headscan {
+namespace {
+
+class ConfidenceClassifier : public MeanScoreClassifier {
+ public:
+  ConfidenceClassifier() : MeanScoreClassifier("confidence", std::nullopt) {}
+
+  void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
+    means_.add(layer, attention.amax(/*dim=*/-1), context.valid);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HeadClassifier> make_confidence_classifier() {
+  return std::make_unique<ConfidenceClassifier>();
+}
+
+}  // namespace headscan

@@ -1,0 +1,35 @@
+// entropy: mean normalized attention entropy -sum_j A log A / log(n_i), n_i = keys visible to
+// query i, over queries with n_i >= 2 (Clark et al. 2019). Label "broad".
+#include <torch/torch.h>
+
+#include "heads/mean_score.h"
+#include "heads/registry.h"
+
+namespace headscan {
+namespace {
+
+class EntropyClassifier : public MeanScoreClassifier {
+ public:
+  EntropyClassifier() : MeanScoreClassifier("entropy", ScoreLabel{"broad", 0.8, /*strict=*/false}) {}
+
+  void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
+    const std::int64_t length = attention.size(-1);
+    at::Tensor visible;  // [B, T]: n_i
+    if (context.causal) {
+      visible = torch::arange(1, length + 1, attention.options()).expand({attention.size(0), length});
+    } else {
+      visible = context.valid.sum(/*dim=*/1, /*keepdim=*/true, attention.scalar_type()).expand({-1, length});
+    }
+    const at::Tensor entropy = -torch::xlogy(attention, attention).sum(/*dim=*/-1);  // [B, H, T]
+    const at::Tensor normalizer = visible.clamp_min(2).log().unsqueeze(1);
+    means_.add(layer, entropy / normalizer, context.valid & (visible >= 2));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HeadClassifier> make_entropy_classifier() {
+  return std::make_unique<EntropyClassifier>();
+}
+
+}  // namespace headscan

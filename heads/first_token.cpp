@@ -1,0 +1,26 @@
+// first_token: mean A[i, 0] over queries i >= 1 (Clark et al. 2019; attention sinks).
+#include <torch/torch.h>
+
+#include "heads/mean_score.h"
+#include "heads/registry.h"
+
+namespace headscan {
+namespace {
+
+class FirstTokenClassifier : public MeanScoreClassifier {
+ public:
+  FirstTokenClassifier() : MeanScoreClassifier("first_token", ScoreLabel{"first-token", 0.6, /*strict=*/false}) {}
+
+  void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
+    if (attention.size(-1) < 2) return;
+    means_.add(layer, attention.select(/*dim=*/-1, 0).slice(/*dim=*/-1, 1), context.valid.slice(1, 1));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HeadClassifier> make_first_token_classifier() {
+  return std::make_unique<FirstTokenClassifier>();
+}
+
+}  // namespace headscan

@@ -1,0 +1,38 @@
+#pragma once
+// Per-head running means of a per-query quantity, the statistic behind most head scores: sums per
+// (layer, head) and query counts per layer. Sums and counts, so they merge across shards.
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "heads/classifier.h"
+
+namespace headscan {
+
+class HeadMeans {
+ public:
+  void resize(const ModelShape& shape);
+
+  // values: [B, H, N] per-query values; counted: [B, N] bool, the queries that count.
+  void add(int layer, const at::Tensor& values, const at::Tensor& counted);
+
+  // The mean for one head; NaN when no query counted.
+  double mean(int layer, int head) const;
+  std::int64_t count(int layer) const { return counts_.at(layer); }
+
+  nlohmann::json save() const;
+  // Adds saved statistics of the same shape; throws InputError on a shape mismatch.
+  void merge(const nlohmann::json& saved);
+
+ private:
+  ModelShape shape_;
+  std::vector<std::vector<double>> sums_;  // [layer][head]
+  std::vector<std::int64_t> counts_;       // [layer]
+};
+
+// Writes a score: a finite mean as a number rounded to 6 decimals, NaN (no query counted) as null.
+void put_score(nlohmann::json& scores, const char* name, double value);
+
+}  // namespace headscan

@@ -1,0 +1,39 @@
+#pragma once
+// Base of the classifiers whose score is one per-query mean (previous_token, first_token,
+// entropy, confidence, mean_distance, self), optionally labelled at a threshold. Subclasses
+// compute the per-query values in observe() and add them to `means_`.
+
+#include <optional>
+#include <string>
+
+#include "heads/classifier.h"
+#include "heads/head_means.h"
+
+namespace headscan {
+
+struct ScoreLabel {
+  std::string label;   // e.g. "previous-token"
+  double threshold;    // default; heads.json and --threshold use the score's name
+  bool strict;         // label when score > threshold (else score >= threshold)
+};
+
+class MeanScoreClassifier : public HeadClassifier {
+ public:
+  MeanScoreClassifier(std::string score, std::optional<ScoreLabel> label);
+
+  std::string name() const override { return score_; }
+  Thresholds default_thresholds() const override;
+  void begin(const ModelShape& shape) override { means_.resize(shape); }
+  nlohmann::json save() const override;
+  void merge(const nlohmann::json& saved) override;
+  void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const override;
+
+ protected:
+  HeadMeans means_;
+
+ private:
+  std::string score_;
+  std::optional<ScoreLabel> label_;
+};
+
+}  // namespace headscan

@@ -1,0 +1,90 @@
+// positional: for d in {-2, -1, +1, +2}, mean A[i, i+d] over queries where key i+d exists, and the
+// share of those queries whose argmax is i+d. The head's offset is the d of largest mean weight
+// (ties: smaller |d|, then negative). Label "positional" when that weight > 0.8 (Voita et al.
+// 2019, "positional heads").
+#include <array>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "heads/head_means.h"
+#include "heads/registry.h"
+
+namespace headscan {
+namespace {
+
+constexpr std::array<int, 4> kOffsets = {-1, 1, -2, 2};  // tie order: smaller |d|, then negative
+
+class PositionalClassifier : public HeadClassifier {
+ public:
+  std::string name() const override { return "positional"; }
+  Thresholds default_thresholds() const override { return {{"positional", 0.8}}; }
+
+  void begin(const ModelShape& shape) override {
+    for (auto& means : weights_) means.resize(shape);
+    for (auto& means : argmax_hits_) means.resize(shape);
+  }
+
+  void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
+    const std::int64_t length = attention.size(-1);
+    const at::Tensor argmax = attention.argmax(/*dim=*/-1);  // [B, H, T]
+    for (size_t k = 0; k < kOffsets.size(); ++k) {
+      const int d = kOffsets[k];
+      if (length <= std::abs(d)) continue;
+      // Queries i in [first, last) have a key i + d inside the sequence.
+      const std::int64_t first = std::max(0, -d);
+      const std::int64_t last = length - std::max(0, d);
+      const at::Tensor counted = context.valid.slice(1, first, last) & context.valid.slice(1, first + d, last + d);
+      weights_[k].add(layer, attention.diagonal(/*offset=*/d, /*dim1=*/-2, /*dim2=*/-1), counted);
+      const at::Tensor targets = torch::arange(first + d, last + d, argmax.options());
+      argmax_hits_[k].add(layer, (argmax.slice(-1, first, last) == targets).to(at::kFloat), counted);
+    }
+  }
+
+  nlohmann::json save() const override {
+    nlohmann::json saved = nlohmann::json::object();
+    for (size_t k = 0; k < kOffsets.size(); ++k) {
+      saved[std::to_string(kOffsets[k])] = {{"weight", weights_[k].save()}, {"argmax", argmax_hits_[k].save()}};
+    }
+    return saved;
+  }
+
+  void merge(const nlohmann::json& saved) override {
+    for (size_t k = 0; k < kOffsets.size(); ++k) {
+      const nlohmann::json& offset = saved.at(std::to_string(kOffsets[k]));
+      weights_[k].merge(offset.at("weight"));
+      argmax_hits_[k].merge(offset.at("argmax"));
+    }
+  }
+
+  void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const override {
+    int best = -1;
+    for (size_t k = 0; k < kOffsets.size(); ++k) {
+      const double weight = weights_[k].mean(layer, head);
+      if (std::isnan(weight)) continue;
+      if (best < 0 || weight > weights_[best].mean(layer, head)) best = static_cast<int>(k);
+    }
+    if (best < 0) {
+      verdict.scores["positional"] = nullptr;
+      return;
+    }
+    nlohmann::json positional = {{"offset", kOffsets[best]}};
+    put_score(positional, "weight", weights_[best].mean(layer, head));
+    put_score(positional, "argmax_rate", argmax_hits_[best].mean(layer, head));
+    if (weights_[best].mean(layer, head) > thresholds.at("positional")) verdict.labels.emplace_back("positional");
+    verdict.scores["positional"] = std::move(positional);
+  }
+
+ private:
+  std::array<HeadMeans, kOffsets.size()> weights_;
+  std::array<HeadMeans, kOffsets.size()> argmax_hits_;
+};
+
+}  // namespace
+
+std::unique_ptr<HeadClassifier> make_positional_classifier() {
+  return std::make_unique<PositionalClassifier>();
+}
+
+}  // namespace headscan

@@ -1,0 +1,28 @@
+// previous_token: mean A[i, i-1] over queries i >= 1 (Olsson et al. 2022).
+#include <torch/torch.h>
+
+#include "heads/mean_score.h"
+#include "heads/registry.h"
+
+namespace headscan {
+namespace {
+
+class PreviousTokenClassifier : public MeanScoreClassifier {
+ public:
+  PreviousTokenClassifier()
+      : MeanScoreClassifier("previous_token", ScoreLabel{"previous-token", 0.5, /*strict=*/false}) {}
+
+  void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
+    if (attention.size(-1) < 2) return;
+    // diagonal(-1) holds A[i, i-1] for i = 1 .. T-1.
+    means_.add(layer, attention.diagonal(/*offset=*/-1, /*dim1=*/-2, /*dim2=*/-1), context.valid.slice(1, 1));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HeadClassifier> make_previous_token_classifier() {
+  return std::make_unique<PreviousTokenClassifier>();
+}
+
+}  // namespace headscan

@@ -1,0 +1,34 @@
+#pragma once
+// The list of head classifiers and the rules that combine their labels.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "heads/classifier.h"
+
+namespace headscan {
+
+std::unique_ptr<HeadClassifier> make_previous_token_classifier();
+std::unique_ptr<HeadClassifier> make_positional_classifier();
+std::unique_ptr<HeadClassifier> make_first_token_classifier();
+std::unique_ptr<HeadClassifier> make_entropy_classifier();
+std::unique_ptr<HeadClassifier> make_confidence_classifier();
+std::unique_ptr<HeadClassifier> make_mean_distance_classifier();
+std::unique_ptr<HeadClassifier> make_self_attention_classifier();
+
+// Every classifier, in the order their scores appear in heads.json.
+std::vector<std::unique_ptr<HeadClassifier>> make_classifiers();
+
+// Defaults of every classifier, overridden by `overrides`. Throws InputError naming the valid
+// names when an override names no threshold.
+Thresholds resolve_thresholds(const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
+                              const Thresholds& overrides);
+
+// Labels in the order that picks a head's primary label (DESIGN.md, "Head scores and labels").
+const std::vector<std::string>& primary_label_order();
+
+// The first label of `labels` in primary order, or "none".
+std::string primary_label(const std::vector<std::string>& labels);
+
+}  // namespace headscan

@@ -1,0 +1,89 @@
+#include "reports/heads_json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "heads/registry.h"
+
+namespace headscan {
+
+namespace {
+
+// Labels in primary order, so that the first label is the primary one.
+void sort_labels(std::vector<std::string>& labels) {
+  const auto& order = primary_label_order();
+  auto rank = [&](const std::string& label) {
+    return std::find(order.begin(), order.end(), label) - order.begin();
+  };
+  std::stable_sort(labels.begin(), labels.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+}
+
+}  // namespace
+
+nlohmann::json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus, const Thresholds& thresholds,
+                               const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
+                               const RunSummary& run, const std::vector<std::string>& warnings) {
+  nlohmann::json document;
+  document["headscan_version"] = HEADSCAN_VERSION;
+  document["model"] = {{"path", model.path},
+                       {"name", model.name},
+                       {"layers", model.layers},
+                       {"heads", model.heads},
+                       {"kv_heads", model.kv_heads},
+                       {"causal", model.causal},
+                       {"causal_source", model.causal_source},
+                       {"capture", model.capture},
+                       {"forward", model.forward},
+                       {"tokenizer", model.tokenizer},
+                       {"bos_token", model.bos_token.empty() ? nlohmann::json(nullptr) : nlohmann::json(model.bos_token)},
+                       {"max_length", model.max_length}};
+  document["corpus"] = {{"path", corpus.path},
+                        {"format", corpus.format},
+                        {"lines", corpus.lines},
+                        {"documents", corpus.documents},
+                        {"sequences", corpus.sequences},
+                        {"tokens", corpus.tokens},
+                        {"lines_with_invalid_utf8", corpus.lines_with_invalid_utf8},
+                        {"truncated", corpus.truncated}};
+  document["thresholds"] = thresholds;
+
+  const int group_size = model.kv_heads > 0 ? std::max(1, model.heads / model.kv_heads) : 1;
+  nlohmann::json heads = nlohmann::json::array();
+  for (int layer = 0; layer < model.layers; ++layer) {
+    for (int head = 0; head < model.heads; ++head) {
+      nlohmann::json scores = nlohmann::json::object();
+      std::vector<std::string> labels;
+      HeadVerdict verdict{scores, labels};
+      for (const auto& classifier : classifiers) classifier->finalize(layer, head, thresholds, verdict);
+      sort_labels(labels);
+      heads.push_back({{"layer", layer},
+                       {"head", head},
+                       {"kv_group", head / group_size},
+                       {"primary", primary_label(labels)},
+                       {"labels", labels},
+                       {"scores", std::move(scores)}});
+    }
+  }
+  document["heads"] = std::move(heads);
+  document["warnings"] = warnings;
+  const double rate = run.seconds > 0 ? static_cast<double>(corpus.tokens) / run.seconds : 0.0;
+  document["run"] = {{"seconds", std::round(run.seconds * 1000) / 1000},
+                     {"tokens_per_second", std::round(rate)},
+                     {"threads", run.threads},
+                     {"batch_size", run.batch_size},
+                     {"seed", run.seed}};
+  return document;
+}
+
+void write_json_file(const nlohmann::json& document, const std::filesystem::path& path) {
+  std::ofstream out(path);
+  out << document.dump(2) << '\n';
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("{}: cannot write", path.string()));
+}
+
+}  // namespace headscan

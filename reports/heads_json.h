@@ -1,0 +1,57 @@
+#pragma once
+// heads.json (DESIGN.md, "heads.json"): the analysis as data, from which every other report is
+// drawn.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "heads/classifier.h"
+
+namespace headscan {
+
+struct ModelSummary {
+  std::string path;
+  std::string name;
+  int layers = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  bool causal = true;
+  std::string causal_source;  // "metadata" or "detected"
+  std::string capture;        // "graph" or "outputs"
+  std::string forward;        // the forward schema
+  std::string tokenizer;      // e.g. "WordLevel, 64 tokens (model.pt:tokenizer.json)"
+  std::string bos_token;      // empty when sequences have no BOS
+  std::int64_t max_length = 0;
+};
+
+struct CorpusSummary {
+  std::string path;
+  std::string format = "text";
+  std::int64_t lines = 0;
+  std::int64_t documents = 0;
+  std::int64_t sequences = 0;
+  std::int64_t tokens = 0;
+  std::int64_t lines_with_invalid_utf8 = 0;
+  bool truncated = false;  // stopped at --max-sequences
+};
+
+struct RunSummary {
+  double seconds = 0;
+  int threads = 0;
+  std::int64_t batch_size = 0;
+  std::uint64_t seed = 0;
+};
+
+nlohmann::json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus, const Thresholds& thresholds,
+                               const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
+                               const RunSummary& run, const std::vector<std::string>& warnings);
+
+// Writes `document` as indented JSON; throws std::runtime_error when the file cannot be written.
+void write_json_file(const nlohmann::json& document, const std::filesystem::path& path);
+
+}  // namespace headscan

@@ -1,0 +1,98 @@
+#include "tests/fixtures.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace headscan::testing {
+
+namespace fs = std::filesystem;
+
+std::string fixture(const std::string& name) {
+  const fs::path path = fs::path(HEADSCAN_FIXTURE_DIR) / name;
+  if (!fs::exists(path)) {
+    throw std::runtime_error("fixture " + path.string() + " is missing: run the fixtures.models test first (ctest)");
+  }
+  return path.string();
+}
+
+TempDir::TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "headscan-test-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& text) const {
+  const fs::path file = path_ / name;
+  std::ofstream out(file, std::ios::binary);
+  out << text;
+  return file.string();
+}
+
+namespace {
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+CommandResult run_headscan(const std::vector<std::string>& args) {
+  TempDir capture;
+  const fs::path out = capture / "stdout";
+  const fs::path err = capture / "stderr";
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    std::vector<char*> argv;
+    std::string binary = HEADSCAN_BINARY;
+    argv.push_back(binary.data());
+    std::vector<std::string> copies = args;
+    for (auto& arg : copies) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = slurp(out);
+  result.err = slurp(err);
+  return result;
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  return nlohmann::json::parse(in);
+}
+
+std::string word_corpus(const std::vector<int>& line_lengths, unsigned seed) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> word(3, 63);
+  std::string text;
+  for (int length : line_lengths) {
+    for (int i = 0; i < length; ++i) text += (i ? " w" : "w") + std::to_string(word(random));
+    text += '\n';
+  }
+  return text;
+}
+
+}  // namespace headscan::testing
