@@ -1,0 +1,55 @@
+#pragma once
+// Text on its way through a tokenizer's normalizers and pre-tokenizers, aligned to the original
+// line so that every token can report the bytes it came from (as Hugging Face's NormalizedString).
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyzer/unicode.h"
+
+namespace headscan {
+
+class NormalizedString {
+ public:
+  // The bytes [begin, end) of `line`, not yet normalized: each byte is aligned to the original
+  // character it belongs to (an invalid byte counts as a character of its own).
+  static NormalizedString from_original(std::string_view line, std::size_t begin, std::size_t end);
+
+  const std::string& text() const { return text_; }
+  bool empty() const { return text_.empty(); }
+
+  // The original bytes that the normalized bytes [begin, end) came from; begin < end.
+  ByteSpan original_span(std::size_t begin, std::size_t end) const;
+
+  // The normalized bytes [begin, end) with their alignment; both on character boundaries.
+  NormalizedString slice(std::size_t begin, std::size_t end) const;
+
+  // Rewrites the text one character at a time: `rewrite(character, bytes, out)` appends the
+  // replacement of `character` (whose normalized bytes are `bytes`) to `out`. Every appended byte
+  // is aligned to the original span of the character it replaces, so a normalizer that changes
+  // the byte length (Lowercase: "İ" → "i̇", 2 → 3 bytes) keeps offsets on the original text.
+  template <typename Rewrite>
+  void rewrite_characters(Rewrite&& rewrite) {
+    std::string text;
+    std::vector<ByteSpan> alignment;
+    text.reserve(text_.size());
+    alignment.reserve(alignment_.size());
+    for (std::size_t pos = 0; pos < text_.size();) {
+      const Utf8Char character = decode_utf8(text_, pos);
+      const ByteSpan source = original_span(pos, pos + character.length);
+      rewrite(character, std::string_view(text_).substr(pos, character.length), text);
+      alignment.resize(text.size(), source);
+      pos += character.length;
+    }
+    text_ = std::move(text);
+    alignment_ = std::move(alignment);
+  }
+
+ private:
+  std::string text_;
+  std::vector<ByteSpan> alignment_;  // one per byte of text_: the original bytes it came from
+};
+
+}  // namespace headscan
