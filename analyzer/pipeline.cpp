@@ -284,7 +284,7 @@ AnalysisSummary Analysis::run() {
   run.threads = torch::get_num_threads();
   run.batch_size = options_.batch_size;
   run.seed = options_.seed;
-  const nlohmann::json document =
+  const nlohmann::ordered_json document =
       make_heads_json(model_summary_, corpus_summary_, thresholds, classifiers_, run, warnings_);
   write_json_file(document, output_.staging() / "heads.json");
   output_.commit();

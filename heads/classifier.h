@@ -40,7 +40,7 @@ using Thresholds = std::map<std::string, double>;
 
 // What a classifier concludes about one head.
 struct HeadVerdict {
-  nlohmann::json& scores;            // the head's "scores" object in heads.json
+  nlohmann::ordered_json& scores;    // the head's "scores" object in heads.json
   std::vector<std::string>& labels;  // labels the head earns, e.g. "previous-token"
 };
 

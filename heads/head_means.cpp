@@ -55,7 +55,7 @@ void HeadMeans::merge(const nlohmann::json& saved) {
   }
 }
 
-void put_score(nlohmann::json& scores, const char* name, double value) {
+void put_score(nlohmann::ordered_json& scores, const char* name, double value) {
   if (std::isnan(value)) {
     scores[name] = nullptr;
   } else {

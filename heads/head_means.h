@@ -33,6 +33,6 @@ class HeadMeans {
 };
 
 // Writes a score: a finite mean as a number rounded to 6 decimals, NaN (no query counted) as null.
-void put_score(nlohmann::json& scores, const char* name, double value);
+void put_score(nlohmann::ordered_json& scores, const char* name, double value);
 
 }  // namespace headscan

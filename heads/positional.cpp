@@ -69,7 +69,7 @@ class PositionalClassifier : public HeadClassifier {
       verdict.scores["positional"] = nullptr;
       return;
     }
-    nlohmann::json positional = {{"offset", kOffsets[best]}};
+    nlohmann::ordered_json positional = {{"offset", kOffsets[best]}};
     put_score(positional, "weight", weights_[best].mean(layer, head));
     put_score(positional, "argmax_rate", argmax_hits_[best].mean(layer, head));
     if (weights_[best].mean(layer, head) > thresholds.at("positional")) verdict.labels.emplace_back("positional");

@@ -24,10 +24,10 @@ void sort_labels(std::vector<std::string>& labels) {
 
 }  // namespace
 
-nlohmann::json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus, const Thresholds& thresholds,
+nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus, const Thresholds& thresholds,
                                const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
                                const RunSummary& run, const std::vector<std::string>& warnings) {
-  nlohmann::json document;
+  nlohmann::ordered_json document;
   document["headscan_version"] = HEADSCAN_VERSION;
   document["model"] = {{"path", model.path},
                        {"name", model.name},
@@ -39,7 +39,7 @@ nlohmann::json make_heads_json(const ModelSummary& model, const CorpusSummary& c
                        {"capture", model.capture},
                        {"forward", model.forward},
                        {"tokenizer", model.tokenizer},
-                       {"bos_token", model.bos_token.empty() ? nlohmann::json(nullptr) : nlohmann::json(model.bos_token)},
+                       {"bos_token", model.bos_token.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(model.bos_token)},
                        {"max_length", model.max_length}};
   document["corpus"] = {{"path", corpus.path},
                         {"format", corpus.format},
@@ -52,10 +52,10 @@ nlohmann::json make_heads_json(const ModelSummary& model, const CorpusSummary& c
   document["thresholds"] = thresholds;
 
   const int group_size = model.kv_heads > 0 ? std::max(1, model.heads / model.kv_heads) : 1;
-  nlohmann::json heads = nlohmann::json::array();
+  nlohmann::ordered_json heads = nlohmann::ordered_json::array();
   for (int layer = 0; layer < model.layers; ++layer) {
     for (int head = 0; head < model.heads; ++head) {
-      nlohmann::json scores = nlohmann::json::object();
+      nlohmann::ordered_json scores = nlohmann::ordered_json::object();
       std::vector<std::string> labels;
       HeadVerdict verdict{scores, labels};
       for (const auto& classifier : classifiers) classifier->finalize(layer, head, thresholds, verdict);
@@ -79,7 +79,7 @@ nlohmann::json make_heads_json(const ModelSummary& model, const CorpusSummary& c
   return document;
 }
 
-void write_json_file(const nlohmann::json& document, const std::filesystem::path& path) {
+void write_json_file(const nlohmann::ordered_json& document, const std::filesystem::path& path) {
   std::ofstream out(path);
   out << document.dump(2) << '\n';
   out.close();

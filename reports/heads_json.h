@@ -47,11 +47,11 @@ struct RunSummary {
   std::uint64_t seed = 0;
 };
 
-nlohmann::json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus, const Thresholds& thresholds,
+nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus, const Thresholds& thresholds,
                                const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
                                const RunSummary& run, const std::vector<std::string>& warnings);
 
 // Writes `document` as indented JSON; throws std::runtime_error when the file cannot be written.
-void write_json_file(const nlohmann::json& document, const std::filesystem::path& path);
+void write_json_file(const nlohmann::ordered_json& document, const std::filesystem::path& path);
 
 }  // namespace headscan
