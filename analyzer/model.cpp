@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,11 +28,41 @@ struct InstrumentedModel::Impl {
 
 namespace {
 
-bool is_zip_archive(const std::string& path) {
+constexpr std::string_view kZipSignature = "PK\x03\x04";      // a local file header: the first file
+constexpr std::string_view kEmptyZipSignature = "PK\x05\x06";  // end of central directory, no files
+
+std::string first_bytes(const std::string& path, std::size_t count) {
   std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  in.read(magic, sizeof magic);
-  return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
+  std::string bytes(count, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(count));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  return bytes;
+}
+
+// What a file that is not a zip archive holds, for the error message.
+std::string describe_non_zip(const std::string& start) {
+  if (start.empty()) return "an empty file";
+  if (start.rfind(kEmptyZipSignature, 0) == 0) return "an empty zip archive (no files inside)";
+  std::string escaped;
+  for (const char c : start) {
+    const auto byte = static_cast<unsigned char>(c);
+    escaped += byte >= 0x20 && byte < 0x7f && c != '\\' ? std::string(1, c) : fmt::format("\\x{:02x}", byte);
+  }
+  return fmt::format("a file starting with \"{}\" instead of the zip signature \"PK\\x03\\x04\"", escaped);
+}
+
+// The forward signature as declared in Python, e.g. forward(self, pixels: List[Tensor]) -> Tensor.
+std::string python_signature(const c10::FunctionSchema& schema) {
+  std::vector<std::string> arguments;
+  for (const c10::Argument& argument : schema.arguments()) {
+    arguments.push_back(arguments.empty() ? argument.name()
+                                          : fmt::format("{}: {}", argument.name(), argument.type()->annotation_str()));
+  }
+  std::vector<std::string> returns;
+  for (const c10::Argument& value : schema.returns()) returns.push_back(value.type()->annotation_str());
+  const std::string result =
+      returns.size() == 1 ? returns.front() : fmt::format("Tuple[{}]", fmt::join(returns, ", "));
+  return fmt::format("{}({}) -> {}", schema.name(), fmt::join(arguments, ", "), result);
 }
 
 ModelMetadata parse_metadata(const std::string& text, const std::string& origin) {
@@ -84,7 +116,7 @@ void read_forward_schema(InstrumentedModel::Impl& impl) {
     throw InputError(fmt::format(
         "{}: expected forward(input_ids) or forward(input_ids, attention_mask) taking int64 [batch, "
         "tokens] tensors, found {}; export a wrapper module whose forward takes the token ids",
-        impl.path, impl.schema));
+        impl.path, python_signature(schema)));
   }
   impl.takes_mask = inputs >= 2 && accepts_tensor(args[2]);
 }
@@ -97,11 +129,11 @@ torch::jit::Module load_module(const std::string& path, torch::jit::ExtraFilesMa
   if (std::filesystem::is_directory(path)) {
     throw InputError(fmt::format("{}: expected a TorchScript archive file, found a directory", path));
   }
-  if (!is_zip_archive(path)) {
+  if (const std::string start = first_bytes(path, 8); start.rfind(kZipSignature, 0) != 0) {
     throw InputError(fmt::format("{}: expected a TorchScript archive (a zip file written by "
-                                 "torch.jit.save), found something else; export the model with "
+                                 "torch.jit.save), found {}; export the model with "
                                  "torch.jit.trace or torch.jit.script and save it with torch.jit.save",
-                                 path));
+                                 path, describe_non_zip(start)));
   }
   try {
     return torch::jit::load(path, torch::kCPU, extra);
@@ -132,7 +164,7 @@ void offer_returned_attention(const c10::IValue& value, CaptureScope& scope) {
   } else if (value.isTuple()) {
     for (const auto& element : value.toTupleRef().elements()) offer_returned_attention(element, scope);
   } else if (value.isList()) {
-    for (const c10::IValue element : value.toListRef()) offer_returned_attention(element, scope);
+    for (const c10::IValue& element : value.toListRef()) offer_returned_attention(element, scope);
   } else if (value.isGenericDict()) {
     for (const auto& entry : value.toGenericDict()) offer_returned_attention(entry.value(), scope);
   }

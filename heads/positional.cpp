@@ -59,11 +59,13 @@ class PositionalClassifier : public HeadClassifier {
   }
 
   void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const override {
+    // Weights are compared as reported (6 decimals), so that float noise between near-zero
+    // weights does not pick the offset over the tie order.
+    auto reported = [&](size_t k) { return std::round(weights_[k].mean(layer, head) * 1e6); };
     int best = -1;
     for (size_t k = 0; k < kOffsets.size(); ++k) {
-      const double weight = weights_[k].mean(layer, head);
-      if (std::isnan(weight)) continue;
-      if (best < 0 || weight > weights_[best].mean(layer, head)) best = static_cast<int>(k);
+      if (std::isnan(weights_[k].mean(layer, head))) continue;
+      if (best < 0 || reported(k) > reported(best)) best = static_cast<int>(k);
     }
     if (best < 0) {
       verdict.scores["positional"] = nullptr;

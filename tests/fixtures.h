@@ -32,6 +32,7 @@ struct CommandResult {
   int exit_code = -1;
   std::string out;  // stdout
   std::string err;  // stderr
+  long max_rss_kb = 0;  // peak resident memory of the process
 };
 
 // Runs the headscan executable with `args` (no shell quoting needed).
