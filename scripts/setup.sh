@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what headscan needs from Debian's packages (only what is missing), then configures and
+# builds it in build/. Sourced by demo.sh and test.sh; safe to run again.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+packages=(
+  cmake ninja-build g++ ccache pkg-config   # build tools
+  libtorch-dev                              # runs the TorchScript models
+  libopenblas0-openmp                       # fast BLAS for LibTorch (reference BLAS is ~6x slower)
+  nlohmann-json3-dev                        # heads.json, tokenizer.json, headscan.json
+  libfmt-dev                                # message formatting
+  libcli11-dev                              # command-line options
+  libpcre2-dev                              # Unicode regexes of tokenizer pre-tokenizers
+  catch2                                    # unit tests
+)
+if [[ "${HEADSCAN_WITH_TESTS:-0}" == 1 ]]; then
+  packages+=(python3-torch)                 # builds the fixture models of the tests
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "headscan: installing ${missing[*]}" >&2
+  sudo=""
+  [[ $(id -u) == 0 ]] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc)
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$root/build" -j "$jobs"

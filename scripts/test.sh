@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Installs, builds and runs every test.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HEADSCAN_WITH_TESTS=1 bash "$root/scripts/setup.sh"
+cd "$root/build"
+ctest --output-on-failure -j 2 --timeout 600
