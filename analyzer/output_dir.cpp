@@ -30,8 +30,14 @@ OutputDirectory::OutputDirectory(fs::path target, bool force) : target_(std::mov
   }
   fs::path parent = fs::absolute(target_).lexically_normal().parent_path();
   if (!fs::is_directory(parent, error)) {
+    for (fs::path missing = parent; fs::symlink_status(missing, error).type() == fs::file_type::not_found;
+         missing = missing.parent_path()) {
+      created_parents_.push_back(missing);
+      if (missing == missing.root_path()) break;
+    }
     fs::create_directories(parent, error);
     if (error) {
+      remove_created_parents();
       throw InputError(fmt::format("{}: cannot create the directory that will hold the report ({}); choose a "
                                    "writable place with -o DIR",
                                    parent.string(), error.message()));
@@ -40,8 +46,10 @@ OutputDirectory::OutputDirectory(fs::path target, bool force) : target_(std::mov
   std::string pattern = (parent / ("." + fs::absolute(target_).lexically_normal().filename().string() +
                                    ".headscan-XXXXXX")).string();
   if (mkdtemp(pattern.data()) == nullptr) {
+    const int mkdtemp_errno = errno;
+    remove_created_parents();
     throw InputError(fmt::format("{}: cannot write the output directory ({}); choose a writable place with -o DIR",
-                                 target_.string(), std::strerror(errno)));
+                                 target_.string(), std::strerror(mkdtemp_errno)));
   }
   staging_ = pattern;
 }
@@ -50,6 +58,12 @@ OutputDirectory::~OutputDirectory() {
   if (committed_) return;
   std::error_code ignored;
   fs::remove_all(staging_, ignored);
+  remove_created_parents();
+}
+
+void OutputDirectory::remove_created_parents() {
+  std::error_code ignored;
+  for (const fs::path& created : created_parents_) fs::remove(created, ignored);  // innermost first
 }
 
 void OutputDirectory::commit() {

@@ -4,6 +4,7 @@
 // only replaced with --force.
 
 #include <filesystem>
+#include <vector>
 
 namespace headscan {
 
@@ -23,8 +24,13 @@ class OutputDirectory {
   void commit();
 
  private:
+  void remove_created_parents();
+
   std::filesystem::path target_;
   std::filesystem::path staging_;
+  // Parents of the target that did not exist, innermost first: removed again unless committed,
+  // so that a failed run leaves nothing behind.
+  std::vector<std::filesystem::path> created_parents_;
   bool committed_ = false;
 };
 
