@@ -35,6 +35,19 @@ std::map<std::string, double> parse_thresholds(const std::vector<std::string>& p
   return thresholds;
 }
 
+// An integer option's lower bound, stated plainly (CLI11's NonNegativeNumber and PositiveNumber
+// report their range with DBL_MAX written out in full).
+CLI::Validator at_least(std::int64_t minimum) {
+  return CLI::Validator(
+      [minimum](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return fmt::format("expected an integer, found \"{}\"", text);
+        if (value < minimum) return fmt::format("must be at least {}, found {}", minimum, value);
+        return {};
+      },
+      fmt::format(">={}", minimum));
+}
+
 void print_summary(const headscan::AnalysisSummary& summary) {
   fmt::print("analysed {} sequences ({} tokens) in {:.1f} s: {} layers x {} heads\n", summary.sequences,
              summary.tokens, summary.seconds, summary.layers, summary.heads);
@@ -60,15 +73,15 @@ int main(int argc, char** argv) {
   app.add_option("--tokenizer", options.tokenizer_path,
                  "tokenizer.json to use instead of the one inside the model");
   app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: all cores)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(at_least(0))->capture_default_str();
   app.add_option("--batch-size", options.batch_size, "sequences per forward call")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(at_least(1))->capture_default_str();
   app.add_option("--max-length", options.max_length,
                  "tokens per sequence, BOS included; longer lines are cut into windows "
                  "(default: max_length of headscan.json, else 512)")
       ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
   app.add_option("--max-sequences", options.max_sequences, "stop after this many sequences (0: whole corpus)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(at_least(0))->capture_default_str();
   app.add_option("--seed", options.seed, "seed for the synthetic probe sequences")->capture_default_str();
   app.add_option("--threshold", thresholds,
                  "change a label threshold, NAME=VALUE (e.g. previous_token=0.6); repeatable")
@@ -82,7 +95,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    fmt::print(stderr, "headscan: error: {}\nRun with --help for more information.\n", e.what());
     return kExitBadInput;
   }
 
