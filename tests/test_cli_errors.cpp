@@ -1,0 +1,345 @@
+// The command line's errors (DESIGN.md, "Errors and output"): bad usage or bad input exits 2 with
+// one "headscan: error: " message that names the file, what was expected, what was found and what
+// to do; no C++ backtrace; and a failed run writes nothing: no report, no staging directory, no
+// created parent, an existing directory left byte for byte as it was.
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/fixtures.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using headscan::testing::CommandResult;
+using headscan::testing::fixture;
+using headscan::testing::read_json;
+using headscan::testing::run_headscan;
+using headscan::testing::TempDir;
+using headscan::testing::word_corpus;
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Every entry under `root` (hidden ones included): relative path → contents ("<dir>" for a
+// directory), to show that a failed run changed nothing.
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+  std::map<std::string, std::string> entries;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    const std::string name = fs::relative(entry.path(), root).string();
+    entries[name] = entry.is_directory() ? "<dir>" : slurp(entry.path());
+  }
+  return entries;
+}
+
+// Names in `dir` that look like a staging directory (".NAME.headscan-XXXXXX").
+std::vector<std::string> staging_leftovers(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.front() == '.' && name.find(".headscan-") != std::string::npos) names.push_back(name);
+  }
+  return names;
+}
+
+// What every error shares: exit 2, nothing on stdout, one message with the prefix, no backtrace.
+void check_input_error(const CommandResult& result) {
+  INFO("stderr: " << result.err);
+  CHECK(result.exit_code == kExitBadInput);
+  CHECK(result.out.empty());
+  CHECK_THAT(result.err, StartsWith("headscan: error: "));
+  CHECK_THAT(result.err, !Contains("Exception raised from") && !Contains("frame #") && !Contains("libtorch") &&
+                             !Contains("terminate called"));
+}
+
+// Runs headscan in the directory `work` (with the report going to `output` inside it unless
+// `args` already names one), expects a bad-input error and that `work` is exactly as before.
+CommandResult run_expecting_input_error(const TempDir& work, std::vector<std::string> args,
+                                        const std::string& output = "report") {
+  args.push_back("-o");
+  args.push_back((work / output).string());
+  const auto before = snapshot(work.path());
+  const CommandResult result = run_headscan(args);
+  check_input_error(result);
+  CHECK_FALSE(fs::exists(work / output));
+  CHECK(staging_leftovers(work.path()).empty());
+  CHECK(snapshot(work.path()) == before);
+  return result;
+}
+
+std::string small_corpus(const TempDir& work) { return work.write("corpus.txt", word_corpus({6, 9, 4, 12})); }
+
+}  // namespace
+
+TEST_CASE("cli: a corpus run succeeds: exit 0 and a heads.json for every head", "[cli][errors]") {
+  TempDir work;
+  const CommandResult result =
+      run_headscan({fixture("gpt2.pt"), small_corpus(work), "-o", (work / "report").string(), "--quiet"});
+  INFO("stderr: " << result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.err, !Contains("error"));
+  REQUIRE(fs::is_regular_file(work / "report" / "heads.json"));
+  CHECK(read_json(work / "report" / "heads.json").at("heads").size() == 8);  // 2 layers x 4 heads
+  CHECK(staging_leftovers(work.path()).empty());
+}
+
+TEST_CASE("cli: a missing model file is reported by name", "[cli][errors]") {
+  TempDir work;
+  const std::string corpus = small_corpus(work);
+  const std::string model = (work / "missing.pt").string();
+
+  SECTION("the message names the file and says what to give") {
+    const CommandResult result = run_expecting_input_error(work, {model, corpus});
+    CHECK_THAT(result.err, Contains(model) && Contains("not found") && Contains("torch.jit.save"));
+  }
+  SECTION("the missing parents of the output directory are not created") {
+    run_expecting_input_error(work, {model, corpus}, "new/nested/report");
+    CHECK_FALSE(fs::exists(work / "new"));
+  }
+}
+
+TEST_CASE("cli: a file that is not a TorchScript archive is rejected", "[cli][errors]") {
+  TempDir work;
+  const std::string corpus = small_corpus(work);
+
+  SECTION("a text file named .pt") {
+    const std::string model = work.write("x.pt", "hello, I am text\n");
+    const CommandResult result = run_expecting_input_error(work, {model, corpus});
+    CHECK_THAT(result.err, Contains(model) && Contains("expected a TorchScript archive") &&
+                               Contains("a file starting with \"hello, I\"") &&
+                               Contains("torch.jit.trace or torch.jit.script"));
+  }
+  SECTION("a 0-byte file") {
+    const std::string model = work.write("zero.pt", "");
+    const CommandResult result = run_expecting_input_error(work, {model, corpus});
+    CHECK_THAT(result.err, Contains(model) && Contains("found an empty file"));
+  }
+  SECTION("an empty zip archive: only the end-of-central-directory record") {
+    const std::string model = work.write("empty.pt", std::string("PK\x05\x06", 4) + std::string(18, '\0'));
+    const CommandResult result = run_expecting_input_error(work, {model, corpus});
+    CHECK_THAT(result.err, Contains(model) && Contains("expected a TorchScript archive") &&
+                               Contains("found an empty zip archive"));
+  }
+  SECTION("a truncated TorchScript archive: a zip signature but no central directory") {
+    const std::string model = work.write("cut.pt", slurp(fixture("gpt2.pt")).substr(0, 2000));
+    const CommandResult result = run_expecting_input_error(work, {model, corpus});
+    CHECK_THAT(result.err, Contains(model) && Contains("LibTorch cannot load it") &&
+                               Contains("central directory") && Contains("torch.jit.save"));
+  }
+  SECTION("a directory") {
+    fs::create_directory(work / "model.pt");
+    const CommandResult result = run_expecting_input_error(work, {(work / "model.pt").string(), corpus});
+    CHECK_THAT(result.err, Contains("model.pt") && Contains("found a directory"));
+  }
+}
+
+TEST_CASE("cli: a model without attention softmax is rejected", "[cli][errors]") {
+  TempDir work;
+  const CommandResult result = run_expecting_input_error(work, {fixture("no_attention.pt"), small_corpus(work)});
+  CHECK_THAT(result.err, Contains("no_attention.pt") && Contains("found no attention") &&
+                             Contains("0 softmax op(s)") && Contains("eager attention"));
+}
+
+TEST_CASE("cli: a model with fused attention names the op and how to export without it", "[cli][errors]") {
+  TempDir work;
+  const std::string corpus = small_corpus(work);
+
+  SECTION("nn.MultiheadAttention's fast path") {
+    const CommandResult result = run_expecting_input_error(work, {fixture("mha_fused.pt"), corpus});
+    CHECK_THAT(result.err, Contains("mha_fused.pt") && Contains("aten::_native_multi_head_attention") &&
+                               Contains("need_weights=True") && Contains("attn_implementation=\"eager\""));
+  }
+  SECTION("nn.TransformerEncoderLayer's fast path") {
+    const CommandResult result = run_expecting_input_error(work, {fixture("transformer_encoder_fused.pt"), corpus});
+    CHECK_THAT(result.err, Contains("transformer_encoder_fused.pt") &&
+                               Contains("aten::_transformer_encoder_layer_fwd") && Contains("eager attention"));
+  }
+}
+
+TEST_CASE("cli: a forward that does not take int64 [B,T] ids shows its signature", "[cli][errors]") {
+  TempDir work;
+  const CommandResult result = run_expecting_input_error(work, {fixture("float_input.pt"), small_corpus(work)});
+  CHECK_THAT(result.err, Contains("float_input.pt") && Contains("expected forward(input_ids)") &&
+                             Contains("found forward(self, pixels: List[Tensor]) -> Tensor") &&
+                             Contains("wrapper module"));
+}
+
+TEST_CASE("cli: a token id beyond the embedding says the tokenizer does not match", "[cli][errors]") {
+  TempDir work;
+  // small_embedding.pt has 16 token rows; its embedded tokenizer gives w63 the id 63.
+  const std::string corpus = work.write("corpus.txt", "w3 w4 w63 w5\nw6 w7\n");
+  const CommandResult result = run_expecting_input_error(work, {fixture("small_embedding.pt"), corpus});
+  CHECK_THAT(result.err, Contains("small_embedding.pt") && Contains("token id 63") && Contains("16 rows") &&
+                             Contains("the tokenizer does not match the model") && Contains("--tokenizer"));
+}
+
+TEST_CASE("cli: an empty corpus is rejected", "[cli][errors]") {
+  TempDir work;
+
+  SECTION("only blank lines") {
+    const std::string corpus = work.write("blank.txt", "\n\n\r\n\n");
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
+    CHECK_THAT(result.err, Contains(corpus) && Contains("the corpus is empty") && Contains("(4 lines read)") &&
+                               Contains("one document per line"));
+  }
+  SECTION("a 0-byte file") {
+    const std::string corpus = work.write("zero.txt", "");
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
+    CHECK_THAT(result.err, Contains(corpus) && Contains("the corpus is empty") && Contains("(0 lines read)"));
+  }
+  SECTION("a missing file") {
+    const std::string corpus = (work / "absent.txt").string();
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
+    CHECK_THAT(result.err, Contains(corpus) && Contains("found nothing at this path"));
+  }
+}
+
+TEST_CASE("cli: a binary file as corpus is rejected", "[cli][errors]") {
+  TempDir work;
+  const std::string corpus = work.write("corpus.txt", std::string("w3 w4\0w5 w6\n", 12));
+  const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
+  CHECK_THAT(result.err, Contains(corpus) && Contains("expected a UTF-8 text corpus") &&
+                             Contains("binary data (NUL byte at offset 5)"));
+}
+
+TEST_CASE("cli: an existing non-empty output directory is replaced only with --force", "[cli][errors]") {
+  TempDir work;
+  const std::string corpus = small_corpus(work);
+  fs::create_directories(work / "report" / "old");
+  work.write("report/notes.txt", "keep me\n");
+  work.write("report/old/heads.json", "{\"mine\": true}\n");
+
+  SECTION("without --force: exit 2 and the directory untouched") {
+    const auto before = snapshot(work.path());
+    const CommandResult result = run_headscan({fixture("gpt2.pt"), corpus, "-o", (work / "report").string()});
+    check_input_error(result);
+    CHECK_THAT(result.err, Contains("report") && Contains("exists and is not empty") && Contains("--force"));
+    CHECK(snapshot(work.path()) == before);
+  }
+  SECTION("with --force: replaced by the new report") {
+    const CommandResult result =
+        run_headscan({fixture("gpt2.pt"), corpus, "-o", (work / "report").string(), "--force", "--quiet"});
+    INFO("stderr: " << result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(fs::is_regular_file(work / "report" / "heads.json"));
+    CHECK_FALSE(fs::exists(work / "report" / "notes.txt"));
+    CHECK_FALSE(fs::exists(work / "report" / "old"));
+    CHECK(staging_leftovers(work.path()).empty());
+  }
+}
+
+TEST_CASE("cli: an output directory that cannot be written is rejected", "[cli][errors]") {
+  TempDir work;
+  const std::string corpus = small_corpus(work);
+  work.write("file.txt", "a regular file\n");
+
+  SECTION("its parent is a regular file") {
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus}, "file.txt/out");
+    CHECK_THAT(result.err, Contains("file.txt") && Contains("-o DIR"));
+  }
+  SECTION("it is a regular file") {
+    const auto before = snapshot(work.path());
+    const CommandResult result = run_headscan({fixture("gpt2.pt"), corpus, "-o", (work / "file.txt").string()});
+    check_input_error(result);
+    CHECK_THAT(result.err, Contains("file.txt") && Contains("not a directory") && Contains("-o DIR"));
+    CHECK(snapshot(work.path()) == before);
+  }
+}
+
+TEST_CASE("cli: a model without a tokenizer asks for --tokenizer", "[cli][errors]") {
+  TempDir work;
+  const std::string corpus = small_corpus(work);
+
+  SECTION("without --tokenizer") {
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2_no_tokenizer.pt"), corpus});
+    CHECK_THAT(result.err, Contains("gpt2_no_tokenizer.pt") && Contains("no tokenizer") &&
+                               Contains("--tokenizer") && Contains("_extra_files"));
+  }
+  SECTION("with --tokenizer it succeeds") {
+    const CommandResult result = run_headscan({fixture("gpt2_no_tokenizer.pt"), corpus, "--tokenizer",
+                                               fixture("tokenizer.json"), "-o", (work / "report").string(), "-q"});
+    INFO("stderr: " << result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(fs::is_regular_file(work / "report" / "heads.json"));
+  }
+  SECTION("a --tokenizer file that does not exist") {
+    const std::string tokenizer = (work / "absent.json").string();
+    const CommandResult result =
+        run_expecting_input_error(work, {fixture("gpt2_no_tokenizer.pt"), corpus, "--tokenizer", tokenizer});
+    CHECK_THAT(result.err, Contains(tokenizer) && Contains("found nothing at this path"));
+  }
+}
+
+TEST_CASE("cli: bad usage exits 2 with a message", "[cli][errors]") {
+  TempDir work;
+  const std::string corpus = small_corpus(work);
+  const std::string model = fixture("gpt2.pt");
+
+  SECTION("an unknown option") {
+    const CommandResult result = run_expecting_input_error(work, {model, corpus, "--bogus"});
+    CHECK_THAT(result.err, Contains("--bogus") && Contains("--help"));
+  }
+  SECTION("no corpus argument") {
+    const CommandResult result = run_expecting_input_error(work, {model});
+    CHECK_THAT(result.err, Contains("corpus is required"));
+  }
+  SECTION("--threshold without NAME=") {
+    const CommandResult result = run_expecting_input_error(work, {model, corpus, "--threshold", "nonsense"});
+    CHECK_THAT(result.err, Contains("--threshold nonsense") && Contains("NAME=VALUE"));
+  }
+  SECTION("--threshold with a value that is not a number") {
+    const CommandResult result = run_expecting_input_error(work, {model, corpus, "--threshold", "entropy=high"});
+    CHECK_THAT(result.err, Contains("--threshold entropy=high") && Contains("with a number"));
+  }
+  SECTION("--threshold with an unknown name lists the known ones") {
+    const CommandResult result =
+        run_expecting_input_error(work, {model, corpus, "--threshold", "unknown_name=0.3"});
+    CHECK_THAT(result.err, Contains("unknown_name") && Contains("known thresholds") &&
+                               Contains("previous_token") && Contains("first_token") && Contains("entropy"));
+  }
+  SECTION("--batch-size 0") {
+    const CommandResult result = run_expecting_input_error(work, {model, corpus, "--batch-size", "0"});
+    CHECK_THAT(result.err, Contains("--batch-size") && Contains("must be at least 1, found 0"));
+    CHECK(result.err.size() < 200);  // no range with DBL_MAX written out
+  }
+  SECTION("--threads -1") {
+    const CommandResult result = run_expecting_input_error(work, {model, corpus, "--threads", "-1"});
+    CHECK_THAT(result.err, Contains("--threads") && Contains("must be at least 0, found -1"));
+  }
+  SECTION("--max-length 1") {
+    const CommandResult result = run_expecting_input_error(work, {model, corpus, "--max-length", "1"});
+    CHECK_THAT(result.err, Contains("--max-length"));
+  }
+}
+
+TEST_CASE("cli: --help lists every option and --version prints the version", "[cli][errors]") {
+  SECTION("--help") {
+    const CommandResult result = run_headscan({"--help"});
+    CHECK(result.exit_code == 0);
+    for (const char* option : {"--output", "--force", "--tokenizer", "--threads", "--batch-size", "--max-length",
+                               "--max-sequences", "--seed", "--threshold", "--quiet", "--version"}) {
+      CHECK_THAT(result.out, Contains(option));
+    }
+  }
+  SECTION("--version") {
+    const CommandResult result = run_headscan({"--version"});
+    CHECK(result.exit_code == 0);
+    CHECK(result.out == "headscan 0.1.0\n");
+  }
+}
