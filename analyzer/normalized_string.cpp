@@ -35,4 +35,39 @@ NormalizedString NormalizedString::slice(std::size_t begin, std::size_t end) con
   return part;
 }
 
+void NormalizedString::prepend(std::string_view bytes) {
+  if (text_.empty() || bytes.empty()) return;
+  const ByteSpan first = alignment_.front();
+  text_.insert(0, bytes);
+  alignment_.insert(alignment_.begin(), bytes.size(), first);
+}
+
+NormalizedString::Builder::Builder(const NormalizedString& source) : source_(source) {
+  text_.reserve(source.text_.size());
+  alignment_.reserve(source.alignment_.size());
+}
+
+void NormalizedString::Builder::append(std::string_view bytes, std::size_t from, std::size_t to) {
+  append_aligned(bytes, source_.original_span(from, to));
+}
+
+void NormalizedString::Builder::append_aligned(std::string_view bytes, ByteSpan original) {
+  text_.append(bytes);
+  alignment_.resize(text_.size(), original);
+}
+
+void NormalizedString::Builder::copy(std::size_t from, std::size_t to) {
+  if (from > to || to > source_.text_.size()) throw std::out_of_range("NormalizedString: copy outside the text");
+  text_.append(source_.text_, from, to - from);
+  alignment_.insert(alignment_.end(), source_.alignment_.begin() + static_cast<std::ptrdiff_t>(from),
+                    source_.alignment_.begin() + static_cast<std::ptrdiff_t>(to));
+}
+
+NormalizedString NormalizedString::Builder::finish() {
+  NormalizedString result;
+  result.text_ = std::move(text_);
+  result.alignment_ = std::move(alignment_);
+  return result;
+}
+
 }  // namespace headscan

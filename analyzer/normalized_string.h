@@ -26,6 +26,33 @@ class NormalizedString {
   // The normalized bytes [begin, end) with their alignment; both on character boundaries.
   NormalizedString slice(std::size_t begin, std::size_t end) const;
 
+  // Where the text starts in the original line (Hugging Face's offsets_original().0); 0 for an
+  // empty text.
+  std::size_t original_begin() const { return alignment_.empty() ? 0 : alignment_.front().begin; }
+
+  // Puts `bytes` in front of the text, aligned to its first character (as Hugging Face's
+  // NormalizedString::prepend). Does nothing to an empty text.
+  void prepend(std::string_view bytes);
+
+  // Builds a rewritten text piece by piece from a source text, each new byte aligned to the
+  // original bytes of the source bytes it replaces. finish() hands back the result.
+  class Builder {
+   public:
+    explicit Builder(const NormalizedString& source);
+    // Appends `bytes`, each aligned to the original span of the source bytes [from, to), from < to.
+    void append(std::string_view bytes, std::size_t from, std::size_t to);
+    // Appends `bytes`, each aligned to the original span `original`.
+    void append_aligned(std::string_view bytes, ByteSpan original);
+    // Appends the source bytes [from, to) unchanged, each keeping its own alignment.
+    void copy(std::size_t from, std::size_t to);
+    NormalizedString finish();
+
+   private:
+    const NormalizedString& source_;
+    std::string text_;
+    std::vector<ByteSpan> alignment_;
+  };
+
   // Rewrites the text one character at a time: `rewrite(character, bytes, out)` appends the
   // replacement of `character` (whose normalized bytes are `bytes`) to `out`. Every appended byte
   // is aligned to the original span of the character it replaces, so a normalizer that changes

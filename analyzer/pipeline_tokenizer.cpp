@@ -5,11 +5,13 @@
 namespace headscan {
 
 PipelineTokenizer::PipelineTokenizer(std::vector<AddedToken> added_tokens, std::unique_ptr<Normalizer> normalizer,
-                                     std::unique_ptr<PreTokenizer> pre_tokenizer, std::unique_ptr<TokenizerModel> model)
+                                     std::unique_ptr<PreTokenizer> pre_tokenizer, std::unique_ptr<TokenizerModel> model,
+                                     std::vector<std::string> template_prefix)
     : normalizer_(std::move(normalizer)),
       pre_tokenizer_(std::move(pre_tokenizer)),
       model_(std::move(model)),
-      added_(std::move(added_tokens), normalizer_.get()) {
+      added_(std::move(added_tokens), normalizer_.get()),
+      template_prefix_(std::move(template_prefix)) {
   vocab_size_ = model_->vocab_size();
   for (const AddedToken& token : added_.tokens()) {
     vocab_size_ = std::max(vocab_size_, token.id + 1);

@@ -18,8 +18,10 @@ namespace headscan {
 class PipelineTokenizer : public Tokenizer {
  public:
   // `normalizer` and `pre_tokenizer` may be null (text unchanged; the whole text is one word).
+  // `template_prefix`: the special tokens the post-processor puts before a text (not added here).
   PipelineTokenizer(std::vector<AddedToken> added_tokens, std::unique_ptr<Normalizer> normalizer,
-                    std::unique_ptr<PreTokenizer> pre_tokenizer, std::unique_ptr<TokenizerModel> model);
+                    std::unique_ptr<PreTokenizer> pre_tokenizer, std::unique_ptr<TokenizerModel> model,
+                    std::vector<std::string> template_prefix = {});
 
   std::vector<Token> encode(std::string_view text) const override;
   std::int64_t vocab_size() const override { return vocab_size_; }
@@ -28,6 +30,7 @@ class PipelineTokenizer : public Tokenizer {
   std::string id_to_piece(std::int64_t id) const override;
   bool is_special(std::int64_t id) const override { return special_ids_.count(id) > 0; }
   std::string describe() const override;
+  std::vector<std::string> template_prefix() const override { return template_prefix_; }
 
  private:
   void encode_plain_text(std::string_view line, ByteSpan span, std::vector<Token>& tokens) const;
@@ -42,6 +45,7 @@ class PipelineTokenizer : public Tokenizer {
   std::unordered_map<std::int64_t, std::string> added_pieces_;
   std::unordered_set<std::int64_t> special_ids_;
   std::int64_t vocab_size_ = 0;
+  std::vector<std::string> template_prefix_;
 };
 
 }  // namespace headscan

@@ -1,27 +1,23 @@
 // Reads Hugging Face tokenizer.json files into a PipelineTokenizer. Each stage has its own reader
-// (normalizer_from_json, pre_tokenizer_from_json, one per model); this file holds the model switch.
+// (normalizer_from_json, pre_tokenizer_from_json, one per model, template_prefix_from_json); this
+// file holds the model switch.
 
 #include "analyzer/tokenizer_json.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
+#include "analyzer/bpe_model.h"
 #include "analyzer/errors.h"
 #include "analyzer/pipeline_tokenizer.h"
+#include "analyzer/post_processors.h"
+#include "analyzer/unigram_model.h"
 #include "analyzer/wordlevel_model.h"
+#include "analyzer/wordpiece_model.h"
 
 namespace headscan {
 namespace {
 
-constexpr const char* kSupportedModels = "WordLevel (BPE, WordPiece, Unigram and SentencePiece are planned)";
-constexpr const char* kSupportedPostProcessors = "TemplateProcessing, BertProcessing, RobertaProcessing, null";
+constexpr const char* kSupportedModels = "BPE, WordPiece, Unigram, WordLevel";
 constexpr const char* kWhatToDo = "give the tokenizer.json that the tokenizers library saved for this model";
 
 std::string describe_json(const nlohmann::json* found) {
@@ -45,29 +41,16 @@ std::unique_ptr<TokenizerModel> model_from_json(const nlohmann::json* spec, cons
     throw_bad_field(origin, "model", "an object describing the tokenizer model", spec);
   }
   const std::string type = model_type(*spec, origin);
+  if (type == "BPE") return BpeModel::from_json(*spec, origin);
+  if (type == "WordPiece") return WordPieceModel::from_json(*spec, origin);
+  if (type == "Unigram") return UnigramModel::from_json(*spec, origin);
   if (type == "WordLevel") return WordLevelModel::from_json(*spec, origin);
   throw_unsupported_type(origin, "model", "model", type, kSupportedModels);
-}
-
-// Post-processors add special tokens around a sequence. headscan adds BOS itself (headscan.json),
-// so the known ones are accepted and not run.
-void check_post_processor(const nlohmann::json* spec, const std::string& origin) {
-  if (spec == nullptr || spec->is_null()) return;
-  const std::string type = component_type(*spec, origin, "post_processor");
-  if (type == "TemplateProcessing" || type == "BertProcessing" || type == "RobertaProcessing") return;
-  throw_unsupported_type(origin, "post_processor", "post-processor", type, kSupportedPostProcessors);
 }
 
 const nlohmann::json* field(const nlohmann::json& object, const char* name) {
   const auto found = object.find(name);
   return found == object.end() ? nullptr : &*found;
-}
-
-std::string lowercase_extension(const std::filesystem::path& path) {
-  std::string extension = path.extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return extension;
 }
 
 }  // namespace
@@ -110,42 +93,14 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view json_text, co
     const nlohmann::json* normalizer = field(spec, "normalizer");
     const nlohmann::json* pre_tokenizer = field(spec, "pre_tokenizer");
     auto model = model_from_json(field(spec, "model"), origin);
-    check_post_processor(field(spec, "post_processor"), origin);
+    std::vector<std::string> template_prefix = template_prefix_from_json(field(spec, "post_processor"), origin);
     return std::make_unique<PipelineTokenizer>(
         std::move(added_tokens), normalizer_from_json(normalizer ? *normalizer : null_spec, origin),
-        pre_tokenizer_from_json(pre_tokenizer ? *pre_tokenizer : null_spec, origin), std::move(model));
+        pre_tokenizer_from_json(pre_tokenizer ? *pre_tokenizer : null_spec, origin), std::move(model),
+        std::move(template_prefix));
   } catch (const nlohmann::json::exception& e) {  // a field of an unexpected JSON type we did not check
     throw InputError(origin + ": expected a Hugging Face tokenizer.json, found " + e.what() + "; " + kWhatToDo);
   }
-}
-
-std::unique_ptr<Tokenizer> load_tokenizer_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  const fs::file_status status = fs::status(path, error);
-  if (!fs::exists(status)) {
-    throw InputError(path + ": expected a tokenizer file (tokenizer.json), found nothing at this path; check the path");
-  }
-  if (fs::is_directory(status)) {
-    const bool has_json = fs::exists(fs::path(path) / "tokenizer.json", error);
-    throw InputError(path + ": expected a tokenizer file (tokenizer.json), found a directory; give " +
-                     (has_json ? (fs::path(path) / "tokenizer.json").string() : "the tokenizer.json file inside it"));
-  }
-  const std::string extension = lowercase_extension(path);
-  if (extension != ".json") {
-    const std::string found = extension.empty() ? "a file with no extension" : "a \"" + extension + "\" file";
-    throw InputError(path + ": expected a Hugging Face tokenizer.json, found " + found +
-                     "; supported formats: tokenizer.json (SentencePiece .model files are planned). "
-                     "Give the tokenizer.json that the tokenizers library saved for this model");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || in.bad()) {
-    throw InputError(path + ": expected a readable tokenizer.json, found it cannot be read (" + std::strerror(errno) +
-                     "); check its permissions");
-  }
-  return tokenizer_from_hf_json(text.str(), path);
 }
 
 }  // namespace headscan

@@ -13,10 +13,13 @@ packages=(
   libfmt-dev                                # message formatting
   libcli11-dev                              # command-line options
   libpcre2-dev                              # Unicode regexes of tokenizer pre-tokenizers
+  libutf8proc-dev                           # tokenizer normalizers: NFC/NFKC…, lowercase, categories
+  libsentencepiece-dev                      # SentencePiece .model tokenizers (exact spm_encode ids)
   catch2                                    # unit tests
 )
 if [[ "${HEADSCAN_WITH_TESTS:-0}" == 1 ]]; then
   packages+=(python3-torch)                 # builds the fixture models of the tests
+  packages+=(sentencepiece)                 # spm_train/spm_encode: tests check .model tokenizers
 fi
 
 missing=()

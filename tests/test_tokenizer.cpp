@@ -216,38 +216,38 @@ TEST_CASE("WordLevel unk_token", "[tokenizer]") {
 
 TEST_CASE("Unsupported or malformed tokenizer.json", "[tokenizer][errors]") {
   const json vocab = {{"<unk>", 0}};
-  SECTION("model type BPE lists the supported models") {
+  SECTION("an unknown model type lists the supported models") {
     json spec = wordlevel_spec(vocab);
-    spec["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}};
-    CHECK_THAT(error_of(spec), Catch::Contains("test/tokenizer.json") && Catch::Contains("\"BPE\"") &&
-                                   Catch::Contains("supported: WordLevel"));
+    spec["model"] = {{"type", "CharLevel"}, {"vocab", vocab}};
+    CHECK_THAT(error_of(spec), Catch::Contains("test/tokenizer.json") && Catch::Contains("\"CharLevel\"") &&
+                                   Catch::Contains("supported: BPE, WordPiece, Unigram, WordLevel"));
   }
   SECTION("a model without type is recognised by its fields") {
     json spec = wordlevel_spec(vocab);
     spec["model"] = {{"vocab", vocab}, {"merges", json::array()}};
-    CHECK_THAT(error_of(spec), Catch::Contains("\"BPE\""));
+    CHECK(headscan::tokenizer_from_hf_json(spec.dump(), "t.json")->describe() == "BPE, 1 tokens");
   }
   SECTION("malformed JSON") {
     CHECK_THROWS_WITH(headscan::tokenizer_from_hf_json("{\"model\": ", "m.pt:tokenizer.json"),
                       Catch::Contains("m.pt:tokenizer.json") && Catch::Contains("malformed JSON"));
   }
   SECTION("unknown pre-tokenizer") {
-    CHECK_THAT(error_of(wordlevel_spec(vocab, {{"type", "Metaspace"}})),
-               Catch::Contains("\"Metaspace\"") && Catch::Contains("Whitespace, WhitespaceSplit"));
+    CHECK_THAT(error_of(wordlevel_spec(vocab, {{"type", "UnicodeScripts"}})),
+               Catch::Contains("\"UnicodeScripts\"") && Catch::Contains("Whitespace, WhitespaceSplit"));
   }
   SECTION("unknown pre-tokenizer inside a Sequence names its place") {
     const json sequence = {{"type", "Sequence"},
-                           {"pretokenizers", json::array({{{"type", "Whitespace"}}, {{"type", "Digits"}}})}};
+                           {"pretokenizers", json::array({{{"type", "Whitespace"}}, {{"type", "UnicodeScripts"}}})}};
     CHECK_THAT(error_of(wordlevel_spec(vocab, sequence)),
-               Catch::Contains("pre_tokenizer.pretokenizers[1]") && Catch::Contains("\"Digits\""));
+               Catch::Contains("pre_tokenizer.pretokenizers[1]") && Catch::Contains("\"UnicodeScripts\""));
   }
   SECTION("unknown normalizer") {
-    CHECK_THAT(error_of(wordlevel_spec(vocab, nullptr, {{"type", "NFKC"}})),
-               Catch::Contains("\"NFKC\"") && Catch::Contains("Lowercase"));
+    CHECK_THAT(error_of(wordlevel_spec(vocab, nullptr, {{"type", "Precompiled"}})),
+               Catch::Contains("\"Precompiled\"") && Catch::Contains("Lowercase"));
   }
   SECTION("unknown post-processor") {
     json spec = wordlevel_spec(vocab);
-    spec["post_processor"] = {{"type", "ByteLevel"}};
+    spec["post_processor"] = {{"type", "Foo"}};
     CHECK_THAT(error_of(spec), Catch::Contains("post_processor") && Catch::Contains("TemplateProcessing"));
   }
   SECTION("missing vocab") {
@@ -271,10 +271,16 @@ TEST_CASE("load_tokenizer_file", "[tokenizer]") {
     const std::string path = dir.write("tokenizer.json", wordlevel_spec({{"<unk>", 0}, {"hi", 1}}).dump());
     CHECK(encode(*headscan::load_tokenizer_file(path), "hi") == std::vector<TokenTuple>{{1, "hi", 0, 2}});
   }
-  SECTION("a SentencePiece .model file is not supported yet") {
+  SECTION("a .model file that is not a SentencePiece model") {
     const std::string path = dir.write("spm.model", "binary");
+    CHECK_THROWS_AS(headscan::load_tokenizer_file(path), InputError);
     CHECK_THROWS_WITH(headscan::load_tokenizer_file(path),
-                      Catch::Contains("spm.model") && Catch::Contains("tokenizer.json") && Catch::Contains(".model"));
+                      Catch::Contains("spm.model") && Catch::Contains("SentencePiece"));
+  }
+  SECTION("another extension lists the supported formats") {
+    const std::string path = dir.write("vocab.txt", "a\nb\n");
+    CHECK_THROWS_WITH(headscan::load_tokenizer_file(path),
+                      Catch::Contains("vocab.txt") && Catch::Contains("tokenizer.json") && Catch::Contains(".model"));
   }
   SECTION("a missing file") {
     const std::string path = (dir / "absent.json").string();
