@@ -114,6 +114,11 @@ std::vector<AddedTokenSplit> AddedVocabulary::split(std::string_view text, bool 
   std::vector<AddedTokenSplit> splits;
   std::size_t plain_begin = 0;  // start of the text not yet covered by a split
   for (std::size_t pos = 0; pos < text.size();) {
+    // Most bytes start no pattern: skip them without a call (this runs over every byte of a corpus).
+    if (table[static_cast<unsigned char>(text[pos])].empty()) {
+      ++pos;
+      continue;
+    }
     const Pattern* pattern = match_at(text, pos, table);
     if (pattern == nullptr) {
       ++pos;  // patterns are valid UTF-8, so they never start on a continuation byte

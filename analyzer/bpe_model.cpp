@@ -13,8 +13,8 @@
 namespace headscan {
 namespace {
 
-constexpr std::size_t kCacheCapacity = 100000;  // words
-constexpr std::size_t kMaxCachedWordBytes = 256;
+constexpr std::size_t kCacheSlots = std::size_t{1} << 16;  // 6 MiB
+constexpr std::int64_t kMaxVocabularyIds = 1 << 26;  // ids index a table
 
 std::optional<std::string> optional_string(const nlohmann::json& spec, const char* name, const std::string& origin) {
   const auto field = spec.find(name);
@@ -81,16 +81,88 @@ struct LaterCandidate {
   }
 };
 
+std::uint64_t pair_key(std::int64_t left, std::int64_t right) {
+  // Ids are below 2^26 (kMaxVocabularyIds); +1 keeps the key of every pair non-zero.
+  return (static_cast<std::uint64_t>(left + 1) << 32) | static_cast<std::uint64_t>(right + 1);
+}
+
+// FNV-1a: short words hash faster than with std::hash.
+std::uint64_t word_hash(std::string_view word) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : word) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return hash;
+}
+
 }  // namespace
+
+int BpeModel::WordCache::find(std::string_view word, Symbol* out) const {
+  if (word.size() > kMaxWordBytes) return -1;
+  const std::uint64_t hash = word_hash(word);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slots_.empty()) return -1;
+  const Slot& slot = slots_[hash & (kCacheSlots - 1)];
+  if (slot.count == 0 || slot.hash != hash || slot.length != word.size() ||
+      word.compare(0, word.size(), slot.word, slot.length) != 0) {
+    return -1;
+  }
+  for (std::size_t i = 0; i < slot.count; ++i) out[i] = {slot.symbols[i].id, slot.symbols[i].begin, slot.symbols[i].end};
+  return slot.count;
+}
+
+void BpeModel::WordCache::insert(std::string_view word, const std::vector<Symbol>& symbols) {
+  if (word.size() > kMaxWordBytes || symbols.empty() || symbols.size() > kMaxSymbols) return;
+  const std::uint64_t hash = word_hash(word);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slots_.empty()) slots_.resize(kCacheSlots);
+  Slot& slot = slots_[hash & (kCacheSlots - 1)];
+  slot.hash = hash;
+  slot.length = static_cast<std::uint8_t>(word.size());
+  slot.count = static_cast<std::uint8_t>(symbols.size());
+  word.copy(slot.word, word.size());
+  for (std::size_t i = 0; i < symbols.size(); ++i) {
+    slot.symbols[i] = {static_cast<std::int32_t>(symbols[i].id), static_cast<std::uint8_t>(symbols[i].begin),
+                       static_cast<std::uint8_t>(symbols[i].end)};
+  }
+}
+
+void BpeModel::MergeTable::reserve(std::size_t merges) {
+  std::size_t capacity = 16;
+  while (capacity < 2 * merges) capacity *= 2;  // load factor at most 1/2
+  slots_.assign(capacity, Merge{});
+  mask_ = capacity - 1;
+}
+
+std::size_t BpeModel::MergeTable::slot_of(std::uint64_t key) const {
+  std::size_t slot = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> 20) & mask_;
+  while (slots_[slot].key != 0 && slots_[slot].key != key) slot = (slot + 1) & mask_;
+  return slot;
+}
+
+void BpeModel::MergeTable::insert_or_assign(std::int64_t left, std::int64_t right, std::uint32_t rank,
+                                            std::int64_t result) {
+  const std::uint64_t key = pair_key(left, right);
+  slots_[slot_of(key)] = Merge{key, rank, static_cast<std::int32_t>(result)};
+}
+
+const BpeModel::MergeTable::Merge* BpeModel::MergeTable::find(std::int64_t left, std::int64_t right) const {
+  const Merge& merge = slots_[slot_of(pair_key(left, right))];
+  return merge.key != 0 ? &merge : nullptr;
+}
 
 BpeModel::BpeModel(std::unordered_map<std::string, std::int64_t> vocab,
                    const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options,
                    std::string origin)
     : vocab_(std::move(vocab)), options_(std::move(options)), origin_(std::move(origin)) {
+  for (const auto& [piece, id] : vocab_) vocab_size_ = std::max(vocab_size_, id + 1);
+  if (vocab_size_ > kMaxVocabularyIds) {
+    throw InputError(origin_ + ": expected BPE ids below " + std::to_string(kMaxVocabularyIds) + ", found id " +
+                     std::to_string(vocab_size_ - 1) + "; is model.vocab a vocabulary?");
+  }
+  pieces_.resize(static_cast<std::size_t>(vocab_size_));
   for (const auto& [piece, id] : vocab_) {
-    const auto [entry, inserted] = pieces_.emplace(id, piece);
-    if (!inserted && piece < entry->second) entry->second = piece;
-    vocab_size_ = std::max(vocab_size_, id + 1);
+    // Several pieces with one id: report the smallest, so that reports do not depend on hashing.
+    std::string& entry = pieces_[static_cast<std::size_t>(id)];
+    if (entry.empty() || piece < entry) entry = piece;
   }
   auto id_of = [&](const std::string& piece, std::size_t rank) {
     const auto found = vocab_.find(piece);
@@ -107,8 +179,24 @@ BpeModel::BpeModel(std::unordered_map<std::string, std::int64_t> vocab,
     const auto& [left, right] = merges[rank];
     // The result drops the right part's continuing-subword prefix ("un" + "##do" = "undo").
     const std::string result = left + right.substr(std::min(prefix_length, right.size()));
-    // A pair listed twice keeps its last rank, as the tokenizers library's map does.
-    merges_[{id_of(left, rank), id_of(right, rank)}] = Merge{static_cast<std::uint32_t>(rank), id_of(result, rank)};
+    const std::int64_t left_id = id_of(left, rank);  // in order: the first missing piece is reported
+    const std::int64_t right_id = id_of(right, rank);
+    merges_.insert_or_assign(left_id, right_id, static_cast<std::uint32_t>(rank), id_of(result, rank));
+  }
+  // Empty prefix and suffix strings (GPT-2's files say "") change nothing.
+  if (options_.continuing_subword_prefix && options_.continuing_subword_prefix->empty()) {
+    options_.continuing_subword_prefix.reset();
+  }
+  if (options_.end_of_word_suffix && options_.end_of_word_suffix->empty()) options_.end_of_word_suffix.reset();
+  if (!options_.continuing_subword_prefix && !options_.end_of_word_suffix) {
+    small_character_ids_.assign(0x800, -1);
+    std::string character;
+    for (char32_t c = 0; c < 0x800; ++c) {
+      character.clear();
+      append_utf8(character, c);
+      const auto found = vocab_.find(character);
+      if (found != vocab_.end()) small_character_ids_[c] = static_cast<std::int32_t>(found->second);
+    }
   }
   if (options_.unk_token) {
     const auto unk = vocab_.find(*options_.unk_token);
@@ -165,9 +253,17 @@ std::vector<BpeModel::Symbol> BpeModel::merge_word(std::string_view word) const 
   std::optional<Symbol> unknown;  // pending, so that fuse_unk can extend it
   std::string key;
   for (std::size_t pos = 0; pos < word.size();) {
-    const std::size_t length = decode_utf8(word, pos).length;
+    const Utf8Char character = decode_utf8(word, pos);
+    const std::size_t length = character.length;
     const auto begin = static_cast<std::uint32_t>(pos);
     const auto end = static_cast<std::uint32_t>(pos + length);
+    if (character.valid && character.code_point < small_character_ids_.size() &&
+        small_character_ids_[character.code_point] >= 0) {
+      if (unknown) symbols.push_back(*std::exchange(unknown, std::nullopt));
+      symbols.push_back({small_character_ids_[character.code_point], begin, end});
+      pos += length;
+      continue;
+    }
     key.clear();
     if (pos > 0 && options_.continuing_subword_prefix) key += *options_.continuing_subword_prefix;
     key.append(word.substr(pos, length));
@@ -216,8 +312,8 @@ void BpeModel::apply_merges(std::vector<Symbol>& symbols) const {
   auto offer = [&](int position) {
     const int next = nodes[position].next;
     if (next < 0) return;
-    const auto merge = merges_.find({nodes[position].id, nodes[next].id});
-    if (merge != merges_.end()) queue.push({merge->second.rank, position, merge->second.result});
+    const MergeTable::Merge* merge = merges_.find(nodes[position].id, nodes[next].id);
+    if (merge != nullptr) queue.push({merge->rank, position, merge->result});
   };
   for (int i = 0; i + 1 < static_cast<int>(nodes.size()); ++i) offer(i);
 
@@ -228,8 +324,8 @@ void BpeModel::apply_merges(std::vector<Symbol>& symbols) const {
     if (!left.alive || left.next < 0) continue;
     Node& right = nodes[left.next];
     // Skip entries made stale by an earlier merge of either symbol.
-    const auto merge = merges_.find({left.id, right.id});
-    if (merge == merges_.end() || merge->second.result != top.result) continue;
+    const MergeTable::Merge* merge = merges_.find(left.id, right.id);
+    if (merge == nullptr || merge->result != top.result) continue;
     left.id = top.result;
     left.end = right.end;
     left.next = right.next;
@@ -252,25 +348,21 @@ void BpeModel::tokenize(std::string_view word, std::vector<Token>& tokens) const
       return;
     }
   }
-  std::vector<Symbol> symbols;
-  const bool cacheable = word.size() < kMaxCachedWordBytes;
-  bool cached = false;
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    const auto hit = cache_.find(std::string(word));
-    if (hit != cache_.end()) {
-      symbols = hit->second;
-      cached = true;
-    }
+  Symbol cached[WordCache::kMaxSymbols];
+  const int count = cache_.find(word, cached);
+  if (count >= 0) {
+    append_tokens(cached, static_cast<std::size_t>(count), tokens);
+    return;
   }
-  if (!cached) {
-    symbols = merge_word(word);
-    if (cacheable) {
-      std::lock_guard<std::mutex> lock(cache_mutex_);
-      if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(word), symbols);
-    }
+  const std::vector<Symbol> symbols = merge_word(word);
+  append_tokens(symbols.data(), symbols.size(), tokens);
+  cache_.insert(word, symbols);
+}
+
+void BpeModel::append_tokens(const Symbol* symbols, std::size_t count, std::vector<Token>& tokens) const {
+  for (std::size_t i = 0; i < count; ++i) {
+    tokens.push_back({symbols[i].id, pieces_[static_cast<std::size_t>(symbols[i].id)], symbols[i].begin, symbols[i].end});
   }
-  for (const Symbol& symbol : symbols) tokens.push_back({symbol.id, pieces_.at(symbol.id), symbol.begin, symbol.end});
 }
 
 std::optional<std::int64_t> BpeModel::token_to_id(std::string_view piece) const {
@@ -280,9 +372,13 @@ std::optional<std::int64_t> BpeModel::token_to_id(std::string_view piece) const 
 }
 
 std::optional<std::string> BpeModel::id_to_piece(std::int64_t id) const {
-  const auto found = pieces_.find(id);
-  if (found == pieces_.end()) return std::nullopt;
-  return found->second;
+  if (id < 0 || id >= vocab_size_) return std::nullopt;
+  const std::string& piece = pieces_[static_cast<std::size_t>(id)];
+  if (piece.empty()) {
+    const auto empty = vocab_.find(piece);
+    if (empty == vocab_.end() || empty->second != id) return std::nullopt;
+  }
+  return piece;
 }
 
 std::vector<std::int64_t> BpeModel::special_ids() const {

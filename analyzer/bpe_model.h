@@ -54,31 +54,69 @@ class BpeModel : public TokenizerModel {
     std::uint32_t begin;
     std::uint32_t end;
   };
-  struct PairHash {
-    std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& pair) const {
-      return std::hash<std::int64_t>()(pair.first * 1000003 + pair.second);
-    }
-  };
-  struct Merge {
-    std::uint32_t rank;
-    std::int64_t result;
+  // The merges as a flat open-addressing table keyed by the pair of ids: looked up for every
+  // pair of every word, so it is kept in one contiguous array.
+  class MergeTable {
+   public:
+    struct Merge {
+      std::uint64_t key = 0;  // 0: empty slot
+      std::uint32_t rank = 0;
+      std::int32_t result = 0;
+    };
+    void reserve(std::size_t merges);
+    // A pair listed twice keeps its last rank, as the tokenizers library's map does.
+    void insert_or_assign(std::int64_t left, std::int64_t right, std::uint32_t rank, std::int64_t result);
+    const Merge* find(std::int64_t left, std::int64_t right) const;
+
+   private:
+    std::size_t slot_of(std::uint64_t key) const;
+    std::vector<Merge> slots_;
+    std::uint64_t mask_ = 0;
   };
 
   std::vector<Symbol> merge_word(std::string_view word) const;
+  void append_tokens(const Symbol* symbols, std::size_t count, std::vector<Token>& tokens) const;
   void apply_merges(std::vector<Symbol>& symbols) const;
 
   std::unordered_map<std::string, std::int64_t> vocab_;
-  std::unordered_map<std::int64_t, std::string> pieces_;
-  std::unordered_map<std::pair<std::int64_t, std::int64_t>, Merge, PairHash> merges_;
+  std::vector<std::string> pieces_;  // by id; empty where no piece has that id
+  MergeTable merges_;
+  // Ids of single characters below U+0800 (GPT-2's byte alphabet lies there), -1 if absent; used
+  // when no prefix or suffix changes how characters are looked up.
+  std::vector<std::int32_t> small_character_ids_;
   std::optional<std::int64_t> byte_ids_[256];  // <0x00> … <0xFF> when byte_fallback
   BpeOptions options_;
   std::optional<std::int64_t> unk_id_;
   std::int64_t vocab_size_ = 0;
   std::string origin_;
 
-  // Words seen before, as Hugging Face caches them: most words of a corpus repeat.
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<Symbol>> cache_;
+  // Words seen before (most words of a corpus repeat), as Hugging Face caches them: a flat
+  // direct-mapped table of short words and their symbols, a newer word replacing an older one
+  // in its slot. Flat because a node-based map cost more in cache misses than merging.
+  class WordCache {
+   public:
+    static constexpr std::size_t kMaxWordBytes = 22;
+    static constexpr std::size_t kMaxSymbols = 8;
+    // The number of symbols of `word` copied to `out`, or -1 when it is not cached.
+    int find(std::string_view word, Symbol* out) const;
+    void insert(std::string_view word, const std::vector<Symbol>& symbols);
+
+   private:
+    struct Slot {
+      std::uint64_t hash = 0;
+      std::uint8_t length = 0;
+      std::uint8_t count = 0;  // 0: empty
+      char word[kMaxWordBytes] = {};
+      struct {
+        std::int32_t id;
+        std::uint8_t begin;
+        std::uint8_t end;
+      } symbols[kMaxSymbols] = {};
+    };
+    mutable std::mutex mutex_;
+    std::vector<Slot> slots_;  // allocated by the first insert
+  };
+  mutable WordCache cache_;
 };
 
 }  // namespace headscan

@@ -33,35 +33,46 @@ const ByteAlphabet& alphabet() {
 
 std::string_view byte_level_character(unsigned char byte) { return alphabet().characters[byte]; }
 
-NormalizedString to_byte_level(const NormalizedString& text) {
+NormalizedString to_byte_level(const NormalizedString& text) { return to_byte_level(text, 0, text.text().size()); }
+
+NormalizedString to_byte_level(const NormalizedString& text, std::size_t begin, std::size_t end) {
+  // Written directly rather than through NormalizedString::Builder: this runs on every word of
+  // byte-level tokenizers (GPT-2, Llama 3), the hot path of tokenization.
   const ByteAlphabet& bytes = alphabet();
   const std::string& source = text.text();
-  NormalizedString::Builder builder(text);
-  for (std::size_t pos = 0; pos < source.size(); ++pos) {
-    builder.append(bytes.characters[static_cast<unsigned char>(source[pos])], pos, pos + 1);
+  const std::vector<ByteSpan>& alignment = text.alignment();
+  std::size_t size = 0;
+  for (std::size_t pos = begin; pos < end; ++pos) size += bytes.characters[static_cast<unsigned char>(source[pos])].size();
+  std::string mapped;
+  std::vector<ByteSpan> mapped_alignment;
+  mapped.reserve(size);
+  mapped_alignment.reserve(size);
+  for (std::size_t pos = begin; pos < end; ++pos) {
+    const std::string& character = bytes.characters[static_cast<unsigned char>(source[pos])];
+    mapped += character;
+    for (std::size_t k = 0; k < character.size(); ++k) mapped_alignment.push_back(alignment[pos]);
   }
-  return builder.finish();
+  return NormalizedString::from_parts(std::move(mapped), std::move(mapped_alignment));
 }
 
 ByteLevelPreTokenizer::ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex)
     : add_prefix_space_(add_prefix_space), use_regex_(use_regex), gpt2_words_(TextPattern::regex(kGpt2Pattern)) {}
 
 void ByteLevelPreTokenizer::split(const NormalizedString& text, std::vector<NormalizedString>& words) const {
-  std::vector<NormalizedString> pieces;
+  const NormalizedString* source = &text;
+  NormalizedString prefixed;
   if (add_prefix_space_ && !text.empty() && text.text().front() != ' ') {
-    NormalizedString prefixed = text;
+    prefixed = text;
     prefixed.prepend(" ");
-    pieces.push_back(std::move(prefixed));
-  } else {
-    pieces.push_back(text);
+    source = &prefixed;
   }
-  if (use_regex_) {
-    NormalizedString whole = std::move(pieces.front());
-    pieces.clear();
-    split_on_matches(whole, gpt2_words_.find_matches(whole.text()), SplitBehavior::isolated, pieces);
+  if (!use_regex_) {
+    if (!source->empty()) words.push_back(to_byte_level(*source));
+    return;
   }
-  for (const NormalizedString& piece : pieces) {
-    if (!piece.empty()) words.push_back(to_byte_level(piece));
+  // Isolated: matches and the text between them are all words.
+  for (const PatternMatch& piece : gpt2_words_.find_matches(source->text())) {
+    if (piece.span.end > piece.span.begin) words.push_back(to_byte_level(*source, piece.span.begin, piece.span.end));
   }
 }
 

@@ -20,6 +20,8 @@ std::string_view byte_level_character(unsigned char byte);
 // Every byte of `text` replaced by its character; each new character is aligned to the original
 // character its byte belongs to, so all the bytes of "é" keep the span of "é".
 NormalizedString to_byte_level(const NormalizedString& text);
+// The same for the bytes [begin, end) of `text` only.
+NormalizedString to_byte_level(const NormalizedString& text, std::size_t begin, std::size_t end);
 
 class ByteLevelPreTokenizer : public PreTokenizer {
  public:

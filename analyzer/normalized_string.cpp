@@ -10,9 +10,11 @@ NormalizedString NormalizedString::from_original(std::string_view line, std::siz
   NormalizedString normalized;
   normalized.text_.assign(line.substr(begin, end - begin));
   normalized.alignment_.reserve(end - begin);
+  const std::string_view text = line.substr(0, end);
   for (std::size_t pos = begin; pos < end;) {
-    const std::size_t length = decode_utf8(line.substr(0, end), pos).length;
-    normalized.alignment_.insert(normalized.alignment_.end(), length, ByteSpan{pos, pos + length});
+    const std::size_t length =
+        static_cast<unsigned char>(text[pos]) < 0x80 ? 1 : decode_utf8(text, pos).length;  // ASCII: most text
+    for (std::size_t k = 0; k < length; ++k) normalized.alignment_.push_back(ByteSpan{pos, pos + length});
     pos += length;
   }
   return normalized;
@@ -33,6 +35,14 @@ NormalizedString NormalizedString::slice(std::size_t begin, std::size_t end) con
   part.alignment_.assign(alignment_.begin() + static_cast<std::ptrdiff_t>(begin),
                          alignment_.begin() + static_cast<std::ptrdiff_t>(end));
   return part;
+}
+
+NormalizedString NormalizedString::from_parts(std::string text, std::vector<ByteSpan> alignment) {
+  if (text.size() != alignment.size()) throw std::invalid_argument("NormalizedString: one alignment per byte");
+  NormalizedString result;
+  result.text_ = std::move(text);
+  result.alignment_ = std::move(alignment);
+  return result;
 }
 
 void NormalizedString::prepend(std::string_view bytes) {

@@ -26,6 +26,13 @@ class NormalizedString {
   // The normalized bytes [begin, end) with their alignment; both on character boundaries.
   NormalizedString slice(std::size_t begin, std::size_t end) const;
 
+  // Per byte of text(): the original bytes it came from.
+  const std::vector<ByteSpan>& alignment() const { return alignment_; }
+
+  // A text and its alignment built elsewhere (one ByteSpan per byte). Throws
+  // std::invalid_argument if the sizes differ.
+  static NormalizedString from_parts(std::string text, std::vector<ByteSpan> alignment);
+
   // Where the text starts in the original line (Hugging Face's offsets_original().0); 0 for an
   // empty text.
   std::size_t original_begin() const { return alignment_.empty() ? 0 : alignment_.front().begin; }

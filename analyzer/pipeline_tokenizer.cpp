@@ -60,10 +60,10 @@ void PipelineTokenizer::encode_words(const NormalizedString& text, std::vector<T
   for (const NormalizedString& word : words) {
     word_tokens.clear();
     model_->tokenize(word.text(), word_tokens);
+    // The model's offsets are into the normalized word; map them back to the line. A token with
+    // no text of its own sits where its word starts.
+    const std::size_t word_start = word.original_begin();
     for (Token& token : word_tokens) {
-      // The model's offsets are into the normalized word; map them back to the line. A token
-      // with no text of its own sits where its word starts.
-      const std::size_t word_start = word.original_span(0, 1).begin;
       const ByteSpan original =
           token.begin < token.end ? word.original_span(token.begin, token.end) : ByteSpan{word_start, word_start};
       token.begin = original.begin;
