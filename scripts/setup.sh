@@ -15,10 +15,16 @@ packages=(
   libpcre2-dev                              # Unicode regexes of tokenizer pre-tokenizers
   libutf8proc-dev                           # tokenizer normalizers: NFC/NFKC…, lowercase, categories
   libsentencepiece-dev                      # SentencePiece .model tokenizers (exact spm_encode ids)
+  libcairo2-dev                             # draws the PNG plots
+  libpango1.0-dev                           # lays out plot text in any script
+  fonts-dejavu-core                         # plot text: Latin, Greek, Cyrillic
+  fonts-noto-cjk                            # plot text: Chinese, Japanese, Korean tokens
+  fonts-noto-color-emoji                    # plot text: emoji tokens
   catch2                                    # unit tests
 )
 if [[ "${HEADSCAN_WITH_TESTS:-0}" == 1 ]]; then
   packages+=(python3-torch)                 # builds the fixture models of the tests
+  packages+=(chromium)                      # browser tests open the HTML reports headless
   packages+=(sentencepiece)                 # spm_train/spm_encode: tests check .model tokenizers
 fi
 

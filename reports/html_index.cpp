@@ -1,0 +1,270 @@
+// index.html: the report's front page.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "reports/html.h"
+#include "reports/palette.h"
+#include "reports/plots.h"
+#include "reports/text.h"
+
+namespace headscan {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A key/value table of a heads.json object: `known` keys first with their titles, then the rest.
+std::string object_table(const Json& object, const std::vector<std::pair<const char*, const char*>>& known) {
+  if (!object.is_object()) return "<p class=\"note\">not in heads.json</p>";
+  std::string html = "<table class=\"kv\">";
+  auto row = [&](const std::string& title, const Json& value) {
+    html += fmt::format("<tr><th>{}</th><td>{}</td></tr>", escape_html(title), json_value_html(value));
+  };
+  for (const auto& [key, title] : known) {
+    if (object.contains(key)) row(title, object[key]);
+  }
+  for (const auto& [key, value] : object.items()) {
+    const bool listed = std::any_of(known.begin(), known.end(), [&](const auto& k) { return key == k.first; });
+    if (!listed) row(key, value);
+  }
+  return html + "</table>";
+}
+
+std::string summary_section(const Json& document, const ReportData& data) {
+  const Json model = document.value("model", Json::object());
+  const Json corpus = document.value("corpus", Json::object());
+  std::string html = "<section id=\"summary\"><h2>What was analysed</h2>";
+  html += fmt::format("<p>{} layers × {} heads = {} heads", data.layers, data.heads, data.layers * data.heads);
+  if (corpus.is_object() && corpus.contains("tokens")) {
+    html += fmt::format(", {} tokens in {} sequences", json_value_html(corpus["tokens"]),
+                        json_value_html(corpus.value("sequences", Json(nullptr))));
+  }
+  html += ".</p><div class=\"cards\">";
+  html += "<div class=\"card\"><h3>Model</h3>" +
+          object_table(model, {{"name", "name"}, {"path", "file"}, {"layers", "layers"}, {"heads", "heads"},
+                               {"kv_heads", "key/value heads"}, {"causal", "causal"}, {"causal_source", "causal from"},
+                               {"capture", "attention captured from"}, {"tokenizer", "tokenizer"},
+                               {"bos_token", "BOS token"}, {"max_length", "max length"},
+                               {"repeat_loss", "loss on repeated tokens"}, {"forward", "forward"}}) +
+          "</div>";
+  html += "<div class=\"card\"><h3>Corpus</h3>" +
+          object_table(corpus, {{"path", "file"}, {"format", "format"}, {"lines", "lines"}, {"documents", "documents"},
+                                {"sequences", "sequences"}, {"tokens", "tokens"}, {"parser", "parser"},
+                                {"parsed_sentences", "parsed sentences"},
+                                {"lines_with_invalid_utf8", "lines with invalid UTF-8"},
+                                {"truncated", "stopped early (--max-sequences)"}}) +
+          "</div>";
+  html += "<div class=\"card\"><h3>Thresholds and run</h3>" +
+          object_table(document.value("thresholds", Json::object()), {}) + "<h3>Run</h3>" +
+          object_table(document.value("run", Json::object()), {{"seconds", "seconds"}, {"tokens_per_second", "tokens/s"}}) +
+          fmt::format("<p class=\"note\">headscan {}</p>", json_value_html(document.value("headscan_version", Json(nullptr)))) +
+          "</div></div>";
+  const Json warnings = document.value("warnings", Json::array());
+  if (warnings.is_array() && !warnings.empty()) {
+    html += "<div class=\"warnings\"><strong>Warnings</strong><ul>";
+    for (const auto& warning : warnings) html += "<li>" + json_value_html(warning) + "</li>";
+    html += "</ul></div>";
+  }
+  return html + "</section>\n";
+}
+
+std::vector<std::string> labels_present(const ReportData& data) {
+  std::vector<std::string> present;
+  for (const auto& label : report_labels()) {
+    const bool used = std::any_of(data.head_list.begin(), data.head_list.end(), [&](const HeadInfo& info) {
+      return info.primary == label || std::find(info.labels.begin(), info.labels.end(), label) != info.labels.end();
+    });
+    if (used) present.push_back(label);
+  }
+  return present;
+}
+
+std::string grid_header(const ReportData& data, const std::string& cell_size) {
+  std::string html = fmt::format("style=\"grid-template-columns: 3.2em repeat({}, {})\"><div></div>", data.heads, cell_size);
+  for (int head = 0; head < data.heads; ++head) html += fmt::format("<div class=\"axis\">{}</div>", head);
+  return html;
+}
+
+std::string head_map_section(const ReportData& data, const ReportContents& contents) {
+  std::string html = "<section id=\"map\"><h2>Head map</h2><p class=\"note\">Layers are rows, heads columns; colour: "
+                     "primary label. Hover a head for all its scores, click it for its page.</p>";
+  const bool small = data.heads > 24;
+  html += "<div class=\"grid headmap\" " + grid_header(data, small ? "22px" : "minmax(30px, 52px)");
+  for (int layer = 0; layer < data.layers; ++layer) {
+    html += fmt::format("<div class=\"axis row\">L{}</div>", layer);
+    for (int head = 0; head < data.heads; ++head) {
+      const HeadInfo& info = data.at(layer, head);
+      const Rgb fill = label_colour(info.primary);
+      std::string tag;
+      if (!small) tag = escape_html(label_tag(info.primary));
+      if (!small && info.labels.size() > 1) tag += "+";
+      html += fmt::format(
+          "<a class=\"cell\" href=\"heads/{0}.html\" data-head-id=\"{0}\" data-layer=\"{1}\" data-head=\"{2}\" "
+          "aria-label=\"{0} {3}\" style=\"background:{4};color:{5}\">{6}</a>",
+          info.id(), layer, head, escape_html(info.primary), to_hex(fill), to_hex(text_colour_on(fill)), tag);
+    }
+  }
+  html += "</div>" + label_legend(report_labels());
+  if (contents.plots) html += "<p class=\"note\">As PNG: <a href=\"plots/heads.png\">plots/heads.png</a></p>";
+  return html + "</section>\n";
+}
+
+std::string layers_section(const ReportData& data, const ReportContents& contents) {
+  const std::vector<std::string> present = labels_present(data);
+  std::string html = "<section id=\"layers\"><h2>Labels per layer</h2><p class=\"note\">Heads of each layer that carry "
+                     "a label (a head may carry several); mean distance and entropy over the layer's heads.</p>";
+  html += "<div class=\"table-wrap\" style=\"max-height:none\"><table class=\"data\"><thead><tr><th>layer</th>";
+  for (const auto& label : present) html += "<th>" + label_badge(label) + "</th>";
+  html += "<th>mean distance</th><th>mean entropy</th></tr></thead><tbody>";
+  for (int layer = 0; layer < data.layers; ++layer) {
+    html += fmt::format("<tr><td>{}</td>", layer);
+    for (const auto& label : present) {
+      int count = 0;
+      for (int head = 0; head < data.heads; ++head) {
+        const HeadInfo& info = data.at(layer, head);
+        const bool has = label == "none" ? info.labels.empty()
+                                         : std::find(info.labels.begin(), info.labels.end(), label) != info.labels.end();
+        count += has;
+      }
+      html += fmt::format("<td class=\"count\">{}</td>", count ? std::to_string(count) : "·");
+    }
+    html += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                        format_number(data.layer_mean("mean_distance", layer)), format_number(data.layer_mean("entropy", layer)));
+  }
+  html += "</tbody></table></div>";
+  if (contents.plots) html += "<p><img class=\"plot\" src=\"plots/layers.png\" alt=\"label counts, mean distance and entropy per layer\"></p>";
+  return html + "</section>\n";
+}
+
+std::string heads_table_section(const ReportData& data) {
+  const bool grouped = std::any_of(data.head_list.begin(), data.head_list.end(),
+                                   [](const HeadInfo& info) { return info.kv_group && *info.kv_group != info.head; });
+  std::string html = "<section id=\"table\"><h2>All heads</h2><p class=\"note\">Click a column to sort.</p>"
+                     "<div class=\"table-wrap\"><table class=\"data sortable\" id=\"heads-table\"><thead><tr>"
+                     "<th>head</th><th>layer</th>";
+  if (grouped) html += "<th>kv group</th>";
+  html += "<th>primary</th><th>labels</th>";
+  for (const auto& column : data.scores) {
+    html += fmt::format("<th data-score=\"{0}\" title=\"{1}\">{0}</th>", escape_html(column.name), escape_html(column.meaning));
+  }
+  html += "</tr></thead><tbody>";
+  for (std::size_t i = 0; i < data.head_list.size(); ++i) {
+    const HeadInfo& info = data.head_list[i];
+    html += fmt::format("<tr><td data-sort=\"{}\"><a href=\"heads/{}.html\">{}</a></td><td class=\"num\">{}</td>", i,
+                        info.id(), info.id(), info.layer);
+    if (grouped) html += fmt::format("<td class=\"num\">{}</td>", info.kv_group ? std::to_string(*info.kv_group) : "—");
+    html += "<td>" + label_badge(info.primary) + "</td><td>";
+    for (std::size_t k = 1; k < info.labels.size(); ++k) html += label_badge(info.labels[k]);
+    html += "</td>";
+    for (const auto& column : data.scores) {
+      const nlohmann::ordered_json* value =
+          info.scores && info.scores->contains(column.name) ? &(*info.scores)[column.name] : nullptr;
+      html += fmt::format("<td class=\"num\" data-sort=\"{}\">{}</td>", column.values[i] ? fmt::format("{}", *column.values[i]) : "",
+                          escape_html(score_text(value)));
+    }
+    html += "</tr>";
+  }
+  return html + "</tbody></table></div></section>\n";
+}
+
+std::string score_maps_section(const ReportData& data, const ReportContents& contents) {
+  std::string html = "<section id=\"scores\"><h2>Scores by head</h2><p class=\"note\">One map per score (layers are rows, "
+                     "heads columns), colour scale viridis; hatched: no value. Hover for the value, click for the head.</p>"
+                     "<div class=\"scoremaps\">";
+  const std::string cell = data.heads > 24 ? "10px" : (data.heads > 8 ? "18px" : "26px");
+  for (const auto& column : data.scores) {
+    html += fmt::format("<div class=\"scoremap\"><h3>{}</h3><div class=\"meaning\">{}</div><div class=\"grid\" ",
+                        escape_html(column.name), escape_html(column.meaning));
+    html += grid_header(data, cell);
+    const double span = column.high - column.low;
+    for (int layer = 0; layer < data.layers; ++layer) {
+      html += fmt::format("<div class=\"axis row\">{}</div>", layer);
+      for (int head = 0; head < data.heads; ++head) {
+        const auto& value = column.values[static_cast<std::size_t>(layer * data.heads + head)];
+        const std::string id = fmt::format("L{}H{}", layer, head);
+        if (value) {
+          html += fmt::format("<a href=\"heads/{0}.html\" title=\"{0}: {1}\" style=\"background:{2}\"></a>", id,
+                              format_number(*value, 3), to_hex(viridis(span > 0 ? (*value - column.low) / span : 0)));
+        } else {
+          html += fmt::format("<a class=\"missing\" href=\"heads/{0}.html\" title=\"{0}: no value\"></a>", id);
+        }
+      }
+    }
+    html += fmt::format("</div><div class=\"scale\">{}<span class=\"bar\" style=\"background:linear-gradient(to right",
+                        format_number(column.low));
+    for (int i = 0; i <= 8; ++i) html += "," + to_hex(viridis(i / 8.0));
+    html += fmt::format(")\"></span>{}", format_number(column.high));
+    if (column.threshold) html += " · threshold " + format_number(*column.threshold);
+    if (contents.plots) html += fmt::format(" · <a href=\"plots/{0}\">PNG</a>", score_plot_name(column.name));
+    html += "</div></div>";
+  }
+  return html + "</div></section>\n";
+}
+
+}  // namespace
+
+std::string viewer_html(const ReportData& data, bool fixed_head) {
+  std::string html = "<div class=\"viewer\"><div class=\"controls\"><label>example <select class=\"viewer-example\"></select></label>";
+  if (!fixed_head) {
+    html += "<label>layer <select class=\"viewer-layer\">";
+    for (int layer = 0; layer < data.layers; ++layer) html += fmt::format("<option value=\"{0}\">{0}</option>", layer);
+    html += "</select></label><label>head <select class=\"viewer-head\">";
+    for (int head = 0; head < data.heads; ++head) html += fmt::format("<option value=\"{0}\">{0}</option>", head);
+    html += "</select></label><a class=\"viewer-link\" href=\"heads/L0H0.html\">open the head's page</a>";
+  }
+  html += "</div><div class=\"status\"></div><div class=\"readout\"></div><div class=\"panes\">"
+          "<svg class=\"lines\" role=\"img\" aria-label=\"attention lines\"></svg>"
+          "<div><canvas class=\"matrix\" width=\"0\" height=\"0\"></canvas><p class=\"note\">rows: queries, columns: "
+          "keys; hover for the weight</p></div></div></div>";
+  return html;
+}
+
+void write_index_page(const std::filesystem::path& directory, const nlohmann::ordered_json& document,
+                      const ReportData& data, const ReportContents& contents) {
+  const Json model = document.value("model", Json::object());
+  const std::string name = model.is_object() && model.contains("name") && model["name"].is_string()
+                               ? model["name"].get<std::string>()
+                               : std::string("model");
+  std::string html = page_start("headscan · " + name);
+  html += fmt::format("<header class=\"top\"><h1>{}</h1><div class=\"sub\">headscan report: attention heads by what they do</div></header>",
+                      escape_html(name));
+  html += "<nav class=\"sections\"><a href=\"#summary\">Summary</a><a href=\"#map\">Head map</a><a href=\"#layers\">Per layer</a>"
+          "<a href=\"#table\">All heads</a><a href=\"#scores\">Score maps</a><a href=\"#viewer\">Attention viewer</a>";
+  if (contents.induction_plot) html += "<a href=\"#induction\">Induction</a>";
+  html += "<a href=\"heads.json\">heads.json</a></nav><main>";
+  html += summary_section(document, data);
+  html += head_map_section(data, contents);
+  html += layers_section(data, contents);
+  html += heads_table_section(data);
+  html += score_maps_section(data, contents);
+  html += "<section id=\"viewer\"><h2>Attention viewer</h2><p class=\"note\">Pick an example sequence, a layer and a head. "
+          "Lines join each query (left) to the keys it attends (right), darker for larger weights.</p>" +
+          viewer_html(data, false) + "</section>\n";
+  if (contents.induction_plot) {
+    html += "<section id=\"induction\"><h2>Induction</h2><p><img class=\"plot\" src=\"plots/induction.png\" "
+            "alt=\"probe stripes of the top induction heads\"></p></section>\n";
+  }
+  html += "</main>";
+
+  // The viewer starts on the first head with the most telling primary label.
+  const auto& order = report_labels();
+  const HeadInfo* initial = &data.head_list.front();
+  auto rank = [&](const HeadInfo& info) { return std::find(order.begin(), order.end(), info.primary) - order.begin(); };
+  for (const auto& info : data.head_list) {
+    if (rank(info) < rank(*initial)) initial = &info;
+  }
+  Json heads = Json::array();
+  for (const auto& info : data.head_list) heads.push_back(head_summary(data, info));
+  const Json config = {{"page", "index"},           {"root", ""},
+                       {"layers", data.layers},     {"heads", data.heads},
+                       {"stops", attention_stop_list()}, {"initial", {{"layer", initial->layer}, {"head", initial->head}}},
+                       {"examples", contents.viewer.corpus_examples + (contents.viewer.probe ? 1 : 0)},
+                       {"headInfo", heads}};
+  html += page_end(config);
+  write_text_file(directory / "index.html", html);
+}
+
+}  // namespace headscan

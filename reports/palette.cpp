@@ -1,0 +1,89 @@
+#include "reports/palette.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace headscan {
+
+namespace {
+
+Rgb from_hex(unsigned value) {
+  return {((value >> 16) & 0xff) / 255.0, ((value >> 8) & 0xff) / 255.0, (value & 0xff) / 255.0};
+}
+
+// Piecewise-linear interpolation over equally spaced stops.
+Rgb interpolate(const std::vector<Rgb>& stops, double t) {
+  t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0);
+  const double position = t * static_cast<double>(stops.size() - 1);
+  const std::size_t index = std::min(static_cast<std::size_t>(position), stops.size() - 2);
+  const double f = position - static_cast<double>(index);
+  const Rgb& a = stops[index];
+  const Rgb& b = stops[index + 1];
+  return {a.r + (b.r - a.r) * f, a.g + (b.g - a.g) * f, a.b + (b.b - a.b) * f};
+}
+
+}  // namespace
+
+std::string to_hex(const Rgb& colour) {
+  auto channel = [](double v) { return static_cast<unsigned>(std::lround(std::clamp(v, 0.0, 1.0) * 255)); };
+  char text[8];
+  std::snprintf(text, sizeof text, "#%02x%02x%02x", channel(colour.r), channel(colour.g), channel(colour.b));
+  return text;
+}
+
+const std::vector<std::string>& report_labels() {
+  static const std::vector<std::string> labels = {"induction", "duplicate-token", "previous-token",
+                                                  "syntactic", "rare-word",       "positional",
+                                                  "first-token", "broad",         "none"};
+  return labels;
+}
+
+Rgb label_colour(std::string_view label) {
+  // Paul Tol, "muted" qualitative scheme (personal.sron.nl/~pault/#sec:qualitative), pale grey
+  // for heads without a label.
+  static const std::array<unsigned, 9> colours = {0xCC6677, 0x882255, 0x332288, 0x117733, 0xDDCC77,
+                                                  0x88CCEE, 0x44AA99, 0x999933, 0xDDDDDD};
+  const auto& labels = report_labels();
+  const auto found = std::find(labels.begin(), labels.end(), label);
+  const std::size_t index = found == labels.end() ? labels.size() - 1 : static_cast<std::size_t>(found - labels.begin());
+  return from_hex(colours[index]);
+}
+
+std::string label_tag(const std::string& label) {
+  static const std::map<std::string, std::string> tags = {
+      {"induction", "ind"}, {"duplicate-token", "dup"}, {"previous-token", "prev"}, {"syntactic", "syn"},
+      {"rare-word", "rare"}, {"positional", "pos"},     {"first-token", "first"},   {"broad", "broad"},
+      {"none", ""}};
+  const auto found = tags.find(label);
+  return found == tags.end() ? label.substr(0, 5) : found->second;
+}
+
+Rgb text_colour_on(const Rgb& background) {
+  // Relative luminance (WCAG 2.1) of sRGB.
+  auto linear = [](double c) { return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4); };
+  const double luminance = 0.2126 * linear(background.r) + 0.7152 * linear(background.g) + 0.0722 * linear(background.b);
+  return luminance > 0.18 ? Rgb{0, 0, 0} : Rgb{1, 1, 1};
+}
+
+Rgb viridis(double t) {
+  // matplotlib's viridis sampled at 9 points.
+  static const std::vector<Rgb> stops = {from_hex(0x440154), from_hex(0x472D7B), from_hex(0x3B528B),
+                                         from_hex(0x2C728E), from_hex(0x21918C), from_hex(0x28AE80),
+                                         from_hex(0x5EC962), from_hex(0xADDC30), from_hex(0xFDE725)};
+  return interpolate(stops, t);
+}
+
+const std::vector<Rgb>& attention_stops() {
+  // ColorBrewer "Blues", from white.
+  static const std::vector<Rgb> stops = {from_hex(0xFFFFFF), from_hex(0xDEEBF7), from_hex(0xC6DBEF),
+                                         from_hex(0x9ECAE1), from_hex(0x6BAED6), from_hex(0x4292C6),
+                                         from_hex(0x2171B5), from_hex(0x08519C), from_hex(0x08306B)};
+  return stops;
+}
+
+Rgb attention_colour(double weight) { return interpolate(attention_stops(), weight); }
+
+}  // namespace headscan

@@ -1,0 +1,40 @@
+#pragma once
+// Colours shared by the HTML pages and the PNG plots, so that a label or a weight looks the same in
+// both: one fixed colour per head label (Paul Tol's "muted" scheme, distinguishable with the common
+// colour-vision deficiencies) and the colour maps of score and attention heatmaps.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headscan {
+
+struct Rgb {
+  double r = 0, g = 0, b = 0;  // 0..1
+};
+
+// "#rrggbb"
+std::string to_hex(const Rgb& colour);
+
+// Labels in primary order (DESIGN.md, "Head scores and labels"), then "none".
+const std::vector<std::string>& report_labels();
+
+// The colour of a label; an unknown label gets the colour of "none".
+Rgb label_colour(std::string_view label);
+
+// A short tag for map cells ("prev", "ind", …; "" for none), so that maps read without telling
+// colours apart.
+std::string label_tag(const std::string& label);
+
+// Black or white, whichever reads better on `background`.
+Rgb text_colour_on(const Rgb& background);
+
+// Score heatmaps: viridis (perceptually uniform, colour-blind safe), t in [0, 1], clamped.
+Rgb viridis(double t);
+
+// Attention weights: white (0) to dark blue (1), a sequential ramp that keeps token labels drawn on
+// top of it readable. The same stops drive the JavaScript viewer.
+Rgb attention_colour(double weight);
+const std::vector<Rgb>& attention_stops();
+
+}  // namespace headscan

@@ -1,0 +1,237 @@
+#include "reports/report_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace headscan {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct KnownScore {
+  const char* name;
+  const char* meaning;
+};
+
+// Columns in the order of the primary labels they feed, then the descriptive scores.
+const std::vector<KnownScore>& known_scores() {
+  static const std::vector<KnownScore> scores = {
+      {"induction", "probes [BOS] R R R R: mean weight on the token after earlier occurrences of the query's token"},
+      {"duplicate_token", "probes: mean weight on earlier occurrences of the query's token"},
+      {"previous_token", "mean A[i,i-1] over queries i ≥ 1"},
+      {"syntactic", "best accuracy − baseline over dependency relations (Clark et al. 2019)"},
+      {"rare_word", "share of queries whose argmax key is a visible token of maximal idf"},
+      {"positional", "mean weight at the best offset d ∈ {−2,−1,+1,+2}"},
+      {"first_token", "mean A[i,0] over queries i ≥ 1"},
+      {"entropy", "mean normalized entropy of a query's attention"},
+      {"confidence", "mean max_j A[i,j]"},
+      {"mean_distance", "mean Σ_j A[i,j]·|i−j| (tokens)"},
+      {"self", "mean A[i,i]"},
+      {"induction_text", "corpus: mean weight on the token after earlier occurrences of the query's token"},
+  };
+  return scores;
+}
+
+bool is_relation_table(const Json& value) {
+  if (!value.is_object() || value.empty()) return false;
+  for (const auto& [relation, entry] : value.items()) {
+    if (!entry.is_object() || !entry.contains("accuracy")) return false;
+  }
+  return true;
+}
+
+std::optional<double> number_at(const Json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  const auto found = object.find(key);
+  if (found == object.end() || !found->is_number()) return std::nullopt;
+  return found->get<double>();
+}
+
+// The relation with the largest accuracy − baseline; passed relations first.
+const Json* best_relation(const Json& table, std::string* name) {
+  const Json* best = nullptr;
+  double best_key = -std::numeric_limits<double>::infinity();
+  for (const auto& [relation, entry] : table.items()) {
+    const double margin = number_at(entry, "accuracy").value_or(0) - number_at(entry, "baseline").value_or(0);
+    const bool passed = entry.value("passed", false);
+    const double key = margin + (passed ? 10.0 : 0.0);
+    if (key > best_key) {
+      best_key = key;
+      best = &entry;
+      if (name) *name = relation;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string HeadInfo::id() const { return fmt::format("L{}H{}", layer, head); }
+
+const ScoreColumn* ReportData::score(std::string_view name) const {
+  for (const auto& column : scores) {
+    if (column.name == name) return &column;
+  }
+  return nullptr;
+}
+
+std::optional<double> ReportData::layer_mean(std::string_view score_name, int layer) const {
+  const ScoreColumn* column = score(score_name);
+  if (!column) return std::nullopt;
+  double sum = 0;
+  int count = 0;
+  for (int head = 0; head < heads; ++head) {
+    if (const auto& value = column->values[static_cast<std::size_t>(layer * heads + head)]) {
+      sum += *value;
+      ++count;
+    }
+  }
+  if (count == 0) return std::nullopt;
+  return sum / count;
+}
+
+std::optional<double> scalar_score(const Json& value) {
+  if (value.is_number()) {
+    const double number = value.get<double>();
+    return std::isfinite(number) ? std::optional<double>(number) : std::nullopt;
+  }
+  if (value.is_object() && value.contains("weight")) return number_at(value, "weight");
+  if (is_relation_table(value)) {
+    const Json* best = best_relation(value, nullptr);
+    if (!best) return std::nullopt;
+    return number_at(*best, "accuracy").value_or(0) - number_at(*best, "baseline").value_or(0);
+  }
+  return std::nullopt;
+}
+
+std::string format_number(std::optional<double> value, int digits) {
+  if (!value) return "—";
+  std::string text = fmt::format("{:.{}f}", *value, digits);
+  if (text.rfind("-", 0) == 0) text.replace(0, 1, "−");
+  if (text == "−0.00" || text == "−0.0" || text == "−0.000") text.erase(0, 3);
+  return text;
+}
+
+std::string score_text(const Json* value) {
+  if (!value || value->is_null()) return "—";
+  if (value->is_number()) return format_number(scalar_score(*value));
+  if (value->is_object() && value->contains("weight")) {
+    std::string text;
+    if (const auto offset = number_at(*value, "offset")) text = (*offset > 0 ? "+" : "") + format_number(*offset, 0) + ": ";
+    text += format_number(number_at(*value, "weight"));
+    if (const auto rate = number_at(*value, "argmax_rate")) text += " (argmax " + format_number(rate) + ")";
+    return text;
+  }
+  if (is_relation_table(*value)) {
+    std::string relation;
+    const Json* best = best_relation(*value, &relation);
+    return fmt::format("{} {} {} vs {}{}", relation, best->value("direction", ""),
+                       format_number(number_at(*best, "accuracy")), format_number(number_at(*best, "baseline")),
+                       best->value("passed", false) ? " ✓" : "");
+  }
+  if (value->is_object() && value->empty()) return "—";
+  return value->dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string score_meaning(std::string_view name) {
+  for (const auto& known : known_scores()) {
+    if (name == known.name) return known.meaning;
+  }
+  return "";
+}
+
+ReportData read_report_data(const Json& document) {
+  if (!document.is_object() || !document.contains("heads") || !document["heads"].is_array()) {
+    throw std::runtime_error("heads.json has no \"heads\" array");
+  }
+  const Json& entries = document["heads"];
+  ReportData data;
+  const Json model = document.value("model", Json::object());
+  data.layers = model.is_object() ? model.value("layers", 0) : 0;
+  data.heads = model.is_object() ? model.value("heads", 0) : 0;
+  for (const auto& entry : entries) {
+    data.layers = std::max(data.layers, entry.value("layer", -1) + 1);
+    data.heads = std::max(data.heads, entry.value("head", -1) + 1);
+  }
+  if (data.layers <= 0 || data.heads <= 0) throw std::runtime_error("heads.json lists no heads");
+
+  data.head_list.resize(static_cast<std::size_t>(data.layers * data.heads));
+  for (int layer = 0; layer < data.layers; ++layer) {
+    for (int head = 0; head < data.heads; ++head) {
+      auto& info = data.head_list[static_cast<std::size_t>(layer * data.heads + head)];
+      info.layer = layer;
+      info.head = head;
+    }
+  }
+  std::vector<std::string> score_order;
+  for (const auto& entry : entries) {
+    const int layer = entry.value("layer", -1);
+    const int head = entry.value("head", -1);
+    if (layer < 0 || head < 0) continue;
+    auto& info = data.head_list[static_cast<std::size_t>(layer * data.heads + head)];
+    info.entry = &entry;
+    if (entry.contains("kv_group") && entry["kv_group"].is_number_integer()) info.kv_group = entry["kv_group"].get<int>();
+    if (entry.contains("primary") && entry["primary"].is_string()) info.primary = entry["primary"].get<std::string>();
+    if (entry.contains("labels") && entry["labels"].is_array()) {
+      for (const auto& label : entry["labels"]) {
+        if (label.is_string()) info.labels.push_back(label.get<std::string>());
+      }
+    }
+    if (entry.contains("scores") && entry["scores"].is_object()) {
+      info.scores = &entry["scores"];
+      for (const auto& [name, value] : info.scores->items()) {
+        if (std::find(score_order.begin(), score_order.end(), name) == score_order.end()) score_order.push_back(name);
+      }
+    }
+  }
+
+  // Known scores first, in their fixed order, then the others as they first appear.
+  std::vector<std::string> ordered;
+  for (const auto& known : known_scores()) {
+    if (std::find(score_order.begin(), score_order.end(), known.name) != score_order.end()) ordered.push_back(known.name);
+  }
+  for (const auto& name : score_order) {
+    if (std::find(ordered.begin(), ordered.end(), name) == ordered.end()) ordered.push_back(name);
+  }
+
+  const Json thresholds = document.value("thresholds", Json::object());
+  for (const auto& name : ordered) {
+    ScoreColumn column;
+    column.name = name;
+    column.meaning = score_meaning(name);
+    column.values.resize(data.head_list.size());
+    bool any = false;
+    double low = 0, high = 0;
+    for (std::size_t i = 0; i < data.head_list.size(); ++i) {
+      const Json* scores = data.head_list[i].scores;
+      if (!scores || !scores->contains(name)) continue;
+      column.values[i] = scalar_score((*scores)[name]);
+      if (column.values[i]) {
+        low = any ? std::min(low, *column.values[i]) : *column.values[i];
+        high = any ? std::max(high, *column.values[i]) : *column.values[i];
+        any = true;
+      }
+    }
+    if (!any) continue;  // only nulls or values without a number: shown on head pages only
+    // Shares and weights live in [0, 1]; anything else (distances, margins) spans its own range.
+    if (low >= 0 && high <= 1) {
+      column.low = 0;
+      column.high = 1;
+    } else {
+      column.low = std::min(0.0, low);
+      column.high = high > column.low ? high : column.low + 1;
+    }
+    if (thresholds.is_object()) column.threshold = number_at(thresholds, name.c_str());
+    data.scores.push_back(std::move(column));
+  }
+  return data;
+}
+
+}  // namespace headscan

@@ -1,0 +1,65 @@
+#pragma once
+// heads.json read into the shape the pages and plots draw from. Fields written by later analyses
+// (induction, syntactic, rare_word, …) may be absent or null: a score column exists only when some
+// head has a value for it, and a head without a value shows "—".
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace headscan {
+
+struct HeadInfo {
+  int layer = 0;
+  int head = 0;
+  std::optional<int> kv_group;
+  std::string primary = "none";
+  std::vector<std::string> labels;
+  const nlohmann::ordered_json* scores = nullptr;  // the head's "scores" object; null when absent
+  const nlohmann::ordered_json* entry = nullptr;   // the head's whole entry in "heads"
+
+  std::string id() const;  // "L0H3"
+};
+
+// One score as a number per head, for heatmaps, the sortable table and the colour scales.
+struct ScoreColumn {
+  std::string name;                           // key in "scores", e.g. "previous_token"
+  std::string meaning;                        // one line: what the number is
+  std::vector<std::optional<double>> values;  // per head, index layer * heads + head
+  double low = 0;                             // colour scale
+  double high = 1;
+  std::optional<double> threshold;            // from "thresholds"
+};
+
+struct ReportData {
+  int layers = 0;
+  int heads = 0;
+  std::vector<HeadInfo> head_list;  // layer-major: index layer * heads + head
+  std::vector<ScoreColumn> scores;  // known scores in a fixed order, then unknown ones
+
+  const HeadInfo& at(int layer, int head) const { return head_list[static_cast<std::size_t>(layer * heads + head)]; }
+  const ScoreColumn* score(std::string_view name) const;
+  // Mean over the heads of `layer` that have a value, or nullopt.
+  std::optional<double> layer_mean(std::string_view score_name, int layer) const;
+};
+
+// Throws std::runtime_error when `heads` has no usable "heads" array.
+ReportData read_report_data(const nlohmann::ordered_json& heads);
+
+// The number that stands for a score: the value of a number; `weight` of an object that has one
+// (positional); for relation tables (syntactic) the best accuracy − baseline; else nullopt.
+std::optional<double> scalar_score(const nlohmann::ordered_json& value);
+
+// A short human reading of a score value: "0.97", "−1: 0.97 (argmax 1.00)", "nsubj h2d 0.61 vs 0.45".
+std::string score_text(const nlohmann::ordered_json* value);
+
+// Number with `digits` decimals; "—" for nullopt.
+std::string format_number(std::optional<double> value, int digits = 2);
+
+// The definition of a known score (DESIGN.md, "Head scores and labels"), or "".
+std::string score_meaning(std::string_view name);
+
+}  // namespace headscan

@@ -1,0 +1,78 @@
+#include "reports/report_writer.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "reports/attention_data.h"
+#include "reports/html.h"
+#include "reports/plots.h"
+
+namespace headscan {
+
+namespace {
+
+void write_plots(const std::filesystem::path& directory, const ReportData& data,
+                 const std::vector<ExampleSequence>& examples, const std::vector<ExampleSequence>& probes,
+                 const ReportContents& contents) {
+  const auto plots = directory / "plots";
+  std::filesystem::create_directories(plots);
+  plot_label_map(data, plots / "heads.png");
+  for (const auto& score : data.scores) plot_score_heatmap(data, score, plots / score_plot_name(score.name));
+  plot_layer_summary(data, plots / "layers.png");
+  if (contents.attention_plots > 0) {
+    std::filesystem::create_directories(plots / "attention");
+    for (const auto& info : data.head_list) {
+      const std::string labels = info.labels.empty() ? std::string("no label") : fmt::format("{}", fmt::join(info.labels, ", "));
+      for (std::size_t k = 0; k < contents.attention_plots; ++k) {
+        plot_attention(examples[k], info.layer, info.head, fmt::format("{} ({}) · {}", info.id(), labels, examples[k].source),
+                       plots / "attention" / fmt::format("{}_{}.png", info.id(), k));
+      }
+    }
+  }
+  if (contents.induction_plot) plot_induction(data, probes, plots / "induction.png");
+}
+
+void check_examples(const std::vector<ExampleSequence>& examples, const ReportData& data, const char* kind) {
+  for (const auto& example : examples) {
+    const std::size_t length = example.tokens.size();
+    const std::size_t expected = static_cast<std::size_t>(data.layers) * data.heads * length * length;
+    if (example.layers != data.layers || example.heads != data.heads || example.attention.size() != expected ||
+        length == 0) {
+      throw std::runtime_error(fmt::format(
+          "{} example \"{}\": attention must be [layers={}][heads={}][T][T] with T = {} tokens ({} weights), got "
+          "[{}][{}] and {} weights",
+          kind, example.source, data.layers, data.heads, length, expected, example.layers, example.heads,
+          example.attention.size()));
+    }
+  }
+}
+
+}  // namespace
+
+void write_reports(const std::filesystem::path& directory, const nlohmann::ordered_json& heads,
+                   const std::vector<ExampleSequence>& examples, const std::vector<ExampleSequence>& probes,
+                   const ReportOptions& options) {
+  if (!options.html && !options.plots) return;
+  try {
+    const ReportData data = read_report_data(heads);
+    check_examples(examples, data, "corpus");
+    check_examples(probes, data, "probe");
+    ReportContents contents;
+    contents.plots = options.plots;
+    contents.induction_plot = options.plots && !probes.empty();
+    contents.attention_plots = options.plots ? attention_plots_per_head(data, examples.size()) : 0;
+    contents.viewer = select_viewer_examples(examples, probes, data.layers, data.heads);
+    if (options.plots) write_plots(directory, data, examples, probes, contents);
+    if (options.html) {
+      write_attention_data(directory, examples, probes, contents.viewer, data.layers, data.heads);
+      write_index_page(directory, heads, data, contents);
+      write_head_pages(directory, heads, data, examples, probes, contents);
+    }
+  } catch (const std::exception& error) {
+    throw std::runtime_error(fmt::format("writing the report into {}: {}", directory.string(), error.what()));
+  }
+}
+
+}  // namespace headscan

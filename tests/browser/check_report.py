@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""Opens headscan reports in headless Chromium from file:// and checks them.
+
+Usage:  check_report.py REPORTS_DIR ARTIFACTS_DIR
+REPORTS_DIR holds the reports written by make_report_fixture (small, hostile, scripts, large).
+
+The pages carry their own self-test: opened with "?selftest" they drive their DOM (hover a head,
+sort the table, hover tokens in the attention viewer, check images, links, scripts and blocked
+requests) and write the results as JSON into <pre id="selftest">, which Chromium's --dump-dom
+returns. "?selftest=click" then clicks the last cell of the head map, and the head page it opens
+tests itself in turn. Screenshots of the pages are written to ARTIFACTS_DIR.
+Exit 0 when every check passes, 1 otherwise, 77 (skipped) without Chromium.
+"""
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CHROMIUM = os.environ.get("HEADSCAN_CHROMIUM", "/usr/bin/chromium")
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--no-default-browser-check", "--disable-sync",
+    "--disable-extensions", "--disable-default-apps", "--mute-audio",
+    # Nothing the pages ask for could resolve anyway.
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    # Lets the pages' timers and script loads run to the end before the DOM is dumped.
+    "--virtual-time-budget=15000",
+]
+failures = []
+
+
+def chromium(*arguments):
+    with tempfile.TemporaryDirectory(prefix="headscan-chromium-") as profile:
+        result = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *arguments],
+                                capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise RuntimeError(f"chromium exited with {result.returncode}: {result.stderr[-2000:]}")
+    return result.stdout
+
+
+def url(path, query=""):
+    return "file://" + os.path.abspath(path) + query
+
+
+def selftest(path, query="?selftest"):
+    dom = chromium("--dump-dom", url(path, query))
+    match = re.search(r'<pre id="selftest">(.*?)</pre>', dom, re.S)
+    if not match:
+        raise RuntimeError(f"{path}{query}: the page wrote no self-test result")
+    return json.loads(html.unescape(match.group(1)))
+
+
+def expect(name, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + name + (f"  [{detail}]" if detail and not ok else ""))
+    if not ok:
+        failures.append(name)
+
+
+def expect_selftest(name, report):
+    for check in report["checks"]:
+        expect(f"{name}: {check['name']}", check["ok"], check["detail"])
+    expect(f"{name}: self-test passed", report["pass"])
+
+
+def static_scan(report_dir):
+    """No file of the report refers to anything outside it."""
+    absolute = re.compile(r"""(?:src|href|action|poster|srcset)\s*=\s*["']?\s*(?:[a-z][a-z0-9+.-]*:|//)|url\(\s*["']?\s*(?:https?:|//)|@import""", re.I)
+    found = []
+    for folder, _, files in os.walk(report_dir):
+        for name in files:
+            if not name.endswith((".html", ".js", ".css")):
+                continue
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            found += [f"{path}: {m.group(0)}" for m in absolute.finditer(text)]
+    return found
+
+
+def check_report(name, report_dir, artifacts, layers, heads):
+    index = os.path.join(report_dir, "index.html")
+    last = f"L{layers - 1}H{heads - 1}"
+    found = static_scan(report_dir)
+    expect(f"{name}: no absolute URL in any page or script", not found, "; ".join(found[:5]))
+
+    report = selftest(index)
+    expect_selftest(f"{name} index", report)
+
+    clicked = selftest(index, "?selftest=click")
+    expect(f"{name}: clicking cell {last} opens its page", clicked.get("page") == "head" and clicked.get("id") == last,
+           f"page {clicked.get('page')} {clicked.get('id')}")
+    expect_selftest(f"{name} {last} (opened by a click)", clicked)
+
+    head = selftest(os.path.join(report_dir, "heads", "L0H0.html"))
+    expect_selftest(f"{name} L0H0", head)
+
+    for page, shot in [(index, "index.png"), (os.path.join(report_dir, "heads", "L0H0.html"), "L0H0.png")]:
+        target = os.path.join(artifacts, f"{name}_{shot}")
+        chromium("--window-size=1300,2400", "--hide-scrollbars", f"--screenshot={target}", url(page))
+        expect(f"{name}: screenshot {os.path.basename(target)}", os.path.getsize(target) > 10000)
+    return report, head
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    if not shutil.which(CHROMIUM):
+        print(f"skipped: no Chromium at {CHROMIUM} (apt-get install chromium, or set HEADSCAN_CHROMIUM)")
+        return 77
+    reports, artifacts = sys.argv[1], sys.argv[2]
+    os.makedirs(artifacts, exist_ok=True)
+
+    check_report("small", os.path.join(reports, "small"), artifacts, 2, 4)
+    check_report("large", os.path.join(reports, "large"), artifacts, 12, 12)
+    check_report("scripts", os.path.join(reports, "scripts"), artifacts, 2, 3)
+
+    # Markup in the model name, paths, warnings and tokens shows as text and runs nothing.
+    index, head = check_report("hostile", os.path.join(reports, "hostile"), artifacts, 2, 4)
+    expect("hostile: the model name shows as text", index["title"] == "</script><script>alert(1)</script>", index["title"])
+    for token in ["<script>alert(1)</script>", "</script>", '"quoted"', "<img src=x onerror=alert(1)>"]:
+        expect(f"hostile: token {token} shows as text in the viewer", token in head["tokens"], head["tokens"])
+
+    print(f"{len(failures)} failed" if failures else "all browser checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

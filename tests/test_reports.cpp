@@ -1,0 +1,341 @@
+// The report writer on hand-made heads.json and examples (tests/report_fixture.h): escaping,
+// reading heads.json with absent fields, which files are written, PNGs that decode, have their
+// sizes and are not blank, any script in token labels, and a size that does not grow with the corpus.
+#include <cairo.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "reports/attention_data.h"
+#include "reports/plots.h"
+#include "reports/png_canvas.h"
+#include "reports/report_data.h"
+#include "reports/report_writer.h"
+#include "reports/text.h"
+#include "tests/report_fixture.h"
+
+using namespace headscan;
+using namespace headscan::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) : path(fs::temp_directory_path() / ("headscan-test-reports-" + name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::uintmax_t directory_size(const fs::path& path) {
+  std::uintmax_t total = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(path)) {
+    if (entry.is_regular_file()) total += entry.file_size();
+  }
+  return total;
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+struct Png {
+  int width = 0;
+  int height = 0;
+  double luminance_variance = 0;
+  std::size_t colours = 0;  // distinct colours, up to 1000
+};
+
+Png decode_png(const fs::path& path) {
+  cairo_surface_t* surface = cairo_image_surface_create_from_png(path.c_str());
+  REQUIRE(cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS);
+  Png png;
+  png.width = cairo_image_surface_get_width(surface);
+  png.height = cairo_image_surface_get_height(surface);
+  const int stride = cairo_image_surface_get_stride(surface);
+  const unsigned char* pixels = cairo_image_surface_get_data(surface);
+  double sum = 0, squares = 0;
+  std::vector<std::uint32_t> seen;
+  for (int y = 0; y < png.height; ++y) {
+    const auto* row = reinterpret_cast<const std::uint32_t*>(pixels + static_cast<std::ptrdiff_t>(y) * stride);
+    for (int x = 0; x < png.width; ++x) {
+      const std::uint32_t pixel = row[x] & 0xFFFFFF;
+      const double luminance = 0.2126 * ((pixel >> 16) & 255) + 0.7152 * ((pixel >> 8) & 255) + 0.0722 * (pixel & 255);
+      sum += luminance;
+      squares += luminance * luminance;
+      if (seen.size() < 1000 && std::find(seen.begin(), seen.end(), pixel) == seen.end()) seen.push_back(pixel);
+    }
+  }
+  const double n = static_cast<double>(png.width) * png.height;
+  png.luminance_variance = squares / n - (sum / n) * (sum / n);
+  png.colours = seen.size();
+  cairo_surface_destroy(surface);
+  return png;
+}
+
+void require_drawn(const Png& png) {
+  CHECK(png.luminance_variance > 100);  // not one flat colour
+  CHECK(png.colours > 8);
+}
+
+struct Fixture {
+  std::vector<ExampleSequence> examples;
+  std::vector<ExampleSequence> probes;
+  nlohmann::ordered_json heads;
+  Fixture(int layers, int heads_per_layer, FixtureText text, std::size_t count, std::size_t length, long corpus_tokens = 12345)
+      : examples(fixture_examples(layers, heads_per_layer, fixture_token_lists(text, count, length))),
+        probes(fixture_probes(layers, heads_per_layer, 12, 2)),
+        heads(fixture_heads_json(layers, heads_per_layer, examples, probes, text, corpus_tokens)) {}
+};
+
+}  // namespace
+
+TEST_CASE("text from the corpus is escaped for HTML and for scripts", "[reports]") {
+  SECTION("HTML") {
+    CHECK(escape_html("<script>alert(\"x\") & 'y'</script>") ==
+          "&lt;script&gt;alert(&quot;x&quot;) &amp; &#39;y&#39;&lt;/script&gt;");
+  }
+  SECTION("JSON inside <script> cannot close it") {
+    const std::string json = json_for_script(nlohmann::ordered_json{{"name", "</script><!--x-->&"}});
+    CHECK(json == "{\"name\":\"\\u003c/script\\u003e\\u003c!--x--\\u003e\\u0026\"}");
+    CHECK(nlohmann::json::parse(json)["name"] == "</script><!--x-->&");
+  }
+  SECTION("invalid UTF-8 becomes U+FFFD") {
+    CHECK(valid_utf8("a\xFF" "b\xC3") == "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+    CHECK(valid_utf8("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
+    CHECK(valid_utf8("你好😀") == "你好😀");
+    CHECK(json_for_script(nlohmann::ordered_json("x\xFF")) == "\"x\xEF\xBF\xBD\"");
+  }
+  SECTION("tokens are shown visibly and shortened") {
+    CHECK(display_token("a\tb\n") == "a⇥b↵");
+    CHECK(display_token("\x01") == "\\x01");
+    CHECK(display_token("  ") == "␣");
+    CHECK(display_token("注意力机制", 3) == "注意力…");
+  }
+}
+
+TEST_CASE("heads.json fields may be absent, null or objects", "[reports]") {
+  const auto document = nlohmann::ordered_json::parse(R"({
+    "model": {"layers": 1, "heads": 2},
+    "thresholds": {"previous_token": 0.5},
+    "heads": [
+      {"layer": 0, "head": 0, "primary": "previous-token", "labels": ["previous-token", "positional"],
+       "scores": {"previous_token": 0.9, "positional": {"offset": -1, "weight": 0.85, "argmax_rate": 0.9},
+                  "induction": null, "mean_distance": 3.5,
+                  "syntactic": {"nsubj": {"direction": "h2d", "accuracy": 0.61, "baseline": 0.45, "baseline_offset": -1,
+                                          "support": 812, "passed": true},
+                                "det": {"direction": "d2h", "accuracy": 0.9, "baseline": 0.88, "support": 40, "passed": false}}}},
+      {"layer": 0, "head": 1}
+    ]})");
+  const ReportData data = read_report_data(document);
+  REQUIRE(data.layers == 1);
+  REQUIRE(data.heads == 2);
+  CHECK(data.at(0, 1).primary == "none");
+  CHECK(data.at(0, 1).scores == nullptr);
+  CHECK(data.score("induction") == nullptr);  // only nulls: no column
+  REQUIRE(data.score("previous_token"));
+  CHECK(*data.score("previous_token")->threshold == 0.5);
+  CHECK(!data.score("previous_token")->values[1]);
+  CHECK(*data.score("positional")->values[0] == Approx(0.85));
+  // The passed relation counts, not the one with the larger margin that failed.
+  CHECK(*data.score("syntactic")->values[0] == Approx(0.16));
+  CHECK(data.score("mean_distance")->high == Approx(3.5));
+  CHECK(score_text(&document["heads"][0]["scores"]["positional"]) == "−1: 0.85 (argmax 0.90)");
+  CHECK(score_text(&document["heads"][0]["scores"]["syntactic"]) == "nsubj h2d 0.61 vs 0.45 ✓");
+  CHECK(score_text(nullptr) == "—");
+  CHECK_THROWS_WITH(read_report_data(nlohmann::ordered_json::object()), Catch::Contains("no \"heads\" array"));
+
+  TempDir directory("absent");
+  write_reports(directory.path, document, {}, {}, ReportOptions{});
+  CHECK(fs::exists(directory.path / "index.html"));
+  CHECK(fs::exists(directory.path / "heads" / "L0H1.html"));
+  CHECK(fs::exists(directory.path / "plots" / "score_syntactic.png"));
+  CHECK(!fs::exists(directory.path / "plots" / "score_induction.png"));
+  CHECK(!fs::exists(directory.path / "plots" / "induction.png"));  // no probes
+  CHECK(read_file(directory.path / "heads" / "L0H0.html").find("nsubj") != std::string::npos);
+}
+
+TEST_CASE("the report has its pages, data and plots", "[reports]") {
+  const Fixture fixture(2, 4, FixtureText::plain, 4, 14);
+  TempDir directory("files");
+  write_reports(directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{});
+  const ReportData data = read_report_data(fixture.heads);
+
+  SECTION("pages and data files") {
+    CHECK(fs::exists(directory.path / "index.html"));
+    CHECK(fs::exists(directory.path / "data" / "examples.js"));
+    for (int layer = 0; layer < 2; ++layer) {
+      for (int head = 0; head < 4; ++head) {
+        const std::string id = "L" + std::to_string(layer) + "H" + std::to_string(head);
+        CHECK(fs::exists(directory.path / "heads" / (id + ".html")));
+        CHECK(fs::exists(directory.path / "data" / (id + ".js")));
+        CHECK(fs::exists(directory.path / "plots" / "attention" / (id + "_0.png")));
+        CHECK(fs::exists(directory.path / "plots" / "attention" / (id + "_1.png")));
+        CHECK(!fs::exists(directory.path / "plots" / "attention" / (id + "_2.png")));
+      }
+    }
+    const std::string index = read_file(directory.path / "index.html");
+    CHECK(count(index, "class=\"cell\"") == 8);
+    // No absolute URL in an attribute or stylesheet (the SVG namespace in the script is no request).
+    const std::regex absolute(R"((src|href|action)\s*=\s*["']?\s*([a-z][a-z0-9+.-]*:|//)|url\(\s*["']?\s*(https?:|//)|@import)",
+                              std::regex::icase);
+    CHECK(!std::regex_search(index, absolute));
+    CHECK(!std::regex_search(read_file(directory.path / "heads" / "L1H2.html"), absolute));
+    CHECK(std::regex_search(std::string("<img src=\"https://cdn.example/x.png\">"), absolute));
+  }
+
+  SECTION("the label map and score heatmaps have their layout's size and are drawn") {
+    // heads.png: 56-pixel cells for 4 heads, legend of 9 labels (plot_heads.cpp).
+    const Png heads = decode_png(directory.path / "plots" / "heads.png");
+    CHECK(heads.width == 64 + 4 * 56 + 30 + 210);
+    CHECK(heads.height == 70 + 24 * 9 + 40);
+    require_drawn(heads);
+    for (const auto& score : data.scores) {
+      INFO(score.name);
+      const Png png = decode_png(directory.path / "plots" / score_plot_name(score.name));
+      CHECK(png.width == 560);
+      CHECK(png.height == 84 + 2 * 56 + 110);
+      require_drawn(png);
+    }
+    const Png layers = decode_png(directory.path / "plots" / "layers.png");
+    CHECK(layers.height == 370);
+    require_drawn(layers);
+    const Png induction = decode_png(directory.path / "plots" / "induction.png");
+    CHECK(induction.width == 40 + 3 * 300);
+    CHECK(induction.height == 110 + 2 * 320);
+    require_drawn(induction);
+  }
+
+  SECTION("attention heatmaps are as large as their tokens") {
+    // 14 tokens: 40-pixel cells (plot_attention.cpp), token labels beside and above.
+    const Png png = decode_png(directory.path / "plots" / "attention" / "L0H0_0.png");
+    CHECK(png.width >= 14 * 40 + 70);
+    CHECK(png.width <= 14 * 40 + 70 + 110);
+    CHECK(png.height - png.width == 60 + 80 - 40 - 30);
+    require_drawn(png);
+  }
+}
+
+TEST_CASE("token labels render in any script", "[reports]") {
+  const PngCanvas canvas(1, 1);
+  TextStyle style;
+  CHECK(canvas.unknown_glyphs("你好 世界 注意力", style) == 0);
+  CHECK(canvas.unknown_glyphs("привет мир", style) == 0);
+  CHECK(canvas.unknown_glyphs("😀 🚀", style) == 0);
+  CHECK(canvas.unknown_glyphs("ĠtheĠ ⇥ ↵ ␣ …", style) == 0);
+
+  const Fixture fixture(1, 2, FixtureText::scripts, 1, 16);
+  TempDir directory("scripts");
+  plot_attention(fixture.examples[0], 0, 1, "你好 · L0H1", directory.path / "chinese.png");
+  const Png png = decode_png(directory.path / "chinese.png");
+  require_drawn(png);
+  // The label column left of the matrix holds glyphs: more than one colour in it.
+  CHECK(png.width > 16 * 40);
+}
+
+TEST_CASE("markup in the corpus and the model stays text", "[reports]") {
+  const Fixture fixture(2, 4, FixtureText::hostile, 2, 16);
+  TempDir directory("hostile");
+  write_reports(directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{});
+  for (const auto& page : {directory.path / "index.html", directory.path / "heads" / "L0H0.html"}) {
+    INFO(page);
+    const std::string html = read_file(page);
+    CHECK(count(html, "<script") == 3);  // the page's own: early, config, main
+    CHECK(count(html, "</script>") == 3);
+    CHECK(html.find("alert(1)</script>") == std::string::npos);
+    CHECK(html.find("<img src=x") == std::string::npos);
+  }
+  CHECK(read_file(directory.path / "index.html").find("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+  CHECK(read_file(directory.path / "heads" / "L0H0.html").find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+  const std::string examples = read_file(directory.path / "data" / "examples.js");
+  CHECK(examples.find('<') == std::string::npos);
+  CHECK(examples.find("\\u003cscript\\u003ealert(1)\\u003c/script\\u003e") != std::string::npos);
+}
+
+TEST_CASE("--no-html and --no-plots", "[reports]") {
+  const Fixture fixture(1, 2, FixtureText::plain, 2, 8);
+  SECTION("plots only") {
+    TempDir directory("plots-only");
+    write_reports(directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{false, true});
+    CHECK(!fs::exists(directory.path / "index.html"));
+    CHECK(!fs::exists(directory.path / "heads"));
+    CHECK(!fs::exists(directory.path / "data"));
+    CHECK(fs::exists(directory.path / "plots" / "heads.png"));
+  }
+  SECTION("HTML only") {
+    TempDir directory("html-only");
+    write_reports(directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{true, false});
+    CHECK(fs::exists(directory.path / "index.html"));
+    CHECK(!fs::exists(directory.path / "plots"));
+    const std::string index = read_file(directory.path / "index.html");
+    CHECK(index.find("plots/") == std::string::npos);
+    CHECK(read_file(directory.path / "heads" / "L0H1.html").find("plots/") == std::string::npos);
+  }
+  SECTION("neither") {
+    TempDir directory("nothing");
+    write_reports(directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{false, false});
+    CHECK(fs::is_empty(directory.path));
+  }
+}
+
+TEST_CASE("examples of the wrong shape are refused", "[reports]") {
+  Fixture fixture(1, 2, FixtureText::plain, 1, 8);
+  fixture.examples[0].attention.pop_back();
+  TempDir directory("shape");
+  CHECK_THROWS_WITH(write_reports(directory.path, fixture.heads, fixture.examples, {}, ReportOptions{}),
+                    Catch::Contains("corpus example \"corpus line 1\": attention must be [layers=1][heads=2]"));
+}
+
+TEST_CASE("the report's size does not depend on the corpus", "[reports]") {
+  SECTION("the same examples from a corpus 100 times larger") {
+    const Fixture small(2, 4, FixtureText::plain, 8, 64, 10'000);
+    const Fixture large(2, 4, FixtureText::plain, 8, 64, 1'000'000);
+    TempDir a("size-small"), b("size-large");
+    write_reports(a.path, small.heads, small.examples, small.probes, ReportOptions{});
+    write_reports(b.path, large.heads, large.examples, large.probes, ReportOptions{});
+    const double ratio = static_cast<double>(directory_size(b.path)) / static_cast<double>(directory_size(a.path));
+    CHECK(ratio == Approx(1.0).epsilon(0.10));
+  }
+  SECTION("the viewer's data stays within its budget for many heads") {
+    const auto examples = fixture_examples(12, 12, fixture_token_lists(FixtureText::plain, 8, 64));
+    CHECK(select_viewer_examples(examples, {}, 12, 12).corpus_examples == 8);  // causal: 144 × 8 × 2080 bytes
+    CHECK(select_viewer_examples(examples, {}, 32, 32).corpus_examples == 1);
+    // quantized weights of the causal examples keep only the lower triangle
+    CHECK(quantize_head(examples[0], 0, 0, true).size() == 64 * 65 / 2);
+    CHECK(is_lower_triangular(examples[0]));
+  }
+}
+
+TEST_CASE("weights are quantized to bytes and base64", "[reports]") {
+  CHECK(base64({}) == "");
+  CHECK(base64({'M'}) == "TQ==");
+  CHECK(base64({'M', 'a'}) == "TWE=");
+  CHECK(base64({'M', 'a', 'n'}) == "TWFu");
+  const Fixture fixture(1, 1, FixtureText::plain, 1, 3);
+  // Head 0 of layer 0 is a previous-token head: rows [1], [1 0], [0 1 0].
+  CHECK(quantize_head(fixture.examples[0], 0, 0, true) == std::vector<unsigned char>{255, 255, 0, 0, 255, 0});
+  CHECK(quantize_head(fixture.examples[0], 0, 0, false) == std::vector<unsigned char>{255, 0, 0, 255, 0, 0, 0, 255, 0});
+  const auto queries = most_confident_queries(fixture.examples, 0, 0, 10);
+  REQUIRE(queries.size() == 2);  // BOS is not a query
+  CHECK(queries[0].query == 1);
+  CHECK(queries[0].key == 0);
+  CHECK(queries[1].key == 1);
+}
