@@ -93,7 +93,14 @@ std::string json_value_html(const nlohmann::ordered_json& value) {
     return text;
   }
   if (value.is_string()) return escape_html(value.get<std::string>());
-  return escape_html(value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  // [4.159, 4.164] as "4.159, 4.164"; {"a": 1} as "a: 1".
+  std::string text;
+  for (auto item = value.begin(); item != value.end(); ++item) {
+    if (!text.empty()) text += ", ";
+    if (value.is_object()) text += escape_html(item.key()) + ": ";
+    text += json_value_html(*item);
+  }
+  return text.empty() ? "—" : text;
 }
 
 }  // namespace headscan

@@ -36,7 +36,7 @@ nlohmann::ordered_json head_summary(const ReportData& data, const HeadInfo& info
 nlohmann::ordered_json attention_stop_list();
 
 // Any JSON value as escaped HTML text: strings as they are, numbers with up to 4 decimals,
-// booleans yes/no, null "—", arrays and objects as compact JSON.
+// booleans yes/no, null "—", arrays as "a, b", objects as "key: value, …".
 std::string json_value_html(const nlohmann::ordered_json& value);
 
 }  // namespace headscan

@@ -76,7 +76,7 @@ img.plot { max-width: 100%; height: auto; border: 1px solid #eee; border-radius:
 .viewer svg text.special { fill: #888; }
 .viewer svg text.weight { font-size: 10px; fill: #08306b; }
 .viewer .readout { min-height: 2.8em; font-size: 12.5px; margin: 6px 0 8px; overflow-wrap: anywhere; }
-.viewer canvas { border: 1px solid #ccc; background: #fff; image-rendering: pixelated; }
+.viewer canvas, canvas.probe { border: 1px solid #ccc; background: #fff; image-rendering: pixelated; }
 .viewer .status { color: #a33; }
 .headnav { display: flex; gap: 14px; font-size: 13px; margin-top: 6px; }
 details.raw pre { background: var(--panel); padding: 10px; overflow-x: auto; font-size: 12px; }

@@ -92,11 +92,12 @@ void plot_attention(const ExampleSequence& example, int layer, int head, const s
   const double left = label_width + 40;
   const double top = label_width + 60;
   const double size = cell * static_cast<double>(length);
-  PngCanvas canvas(static_cast<int>(std::max(left + size + 30, 420.0)), static_cast<int>(top + size + 80));
-
   TextStyle heading;
   heading.size = 15;
   heading.bold = true;
+  // Wide enough for the title, unless the title is very long.
+  const double title_width = std::min(PngCanvas(1, 1).measure(title, heading).width + 24, 900.0);
+  PngCanvas canvas(static_cast<int>(std::max({left + size + 30, 420.0, title_width})), static_cast<int>(top + size + 80));
   heading.max_width = canvas.width() - 24;
   canvas.text(title, 12, 10, heading);
 
@@ -175,9 +176,10 @@ bool plot_induction(const ReportData& data, const std::vector<ExampleSequence>& 
   note.size = 12;
   note.colour = {0.35, 0.35, 0.35};
   note.max_width = canvas.width() - 40;
-  canvas.text(fmt::format("mean over {} probes; an induction head draws a stripe {} below the diagonal (the token "
+  canvas.text(fmt::format("mean over {} probe{}; an induction head draws a stripe {} below the diagonal (the token "
                           "after the earlier occurrence); grey lines mark the repeats",
-                          probes.size(), period > 1 ? std::to_string(period - 1) : std::string("one repeat")),
+                          probes.size(), probes.size() == 1 ? "" : "s",
+                          period > 1 ? std::to_string(period - 1) : std::string("one repeat")),
               20, 36, note);
 
   TextStyle title;
