@@ -1,6 +1,7 @@
 // The headscan command line: parses options into AnalysisOptions and calls the library.
 #include <cstdio>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 
 #include "analyzer/analysis.h"
 #include "analyzer/errors.h"
+#include "analyzer/tokenize_command.h"
 
 namespace {
 
@@ -57,21 +59,83 @@ void print_summary(const headscan::AnalysisSummary& summary) {
   fmt::print("report: {}/heads.json\n", summary.output_dir);
 }
 
+// `headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE]`: parsed on its own, before the analysis
+// options (whose positionals model and corpus are required). argv[0] is "tokenize".
+int run_tokenize_command(int argc, char** argv) {
+  headscan::TokenizeOptions options;
+  std::vector<std::string> inputs;
+  std::string text;
+  bool quiet = false;
+  CLI::App app{"Prints, for each line of FILE (standard input when absent or -), one JSON object per sequence "
+               "window: the token ids, token strings and character spans exactly as the analysis uses them "
+               "(BOS included).",
+               "headscan tokenize"};
+  app.add_option("inputs", inputs,
+                 "MODEL.pt (its tokenizer.json and headscan.json) then FILE; with --tokenizer, a single "
+                 "argument is FILE")
+      ->expected(0, 2)
+      ->type_name("[MODEL.pt] [FILE]");
+  app.add_option("--tokenizer", options.tokenizer_path,
+                 "tokenizer.json or SentencePiece .model (instead of the one inside the model)");
+  auto* text_option = app.add_option("--text", text, "tokenize this text instead of a file");
+  app.add_option("--max-length", options.max_length,
+                 "tokens per window, BOS included (default: max_length of headscan.json, else 512)")
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
+  app.add_flag("-q,--quiet", quiet, "no summary on standard error");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "headscan tokenize: error: {}\nRun with --help for more information.\n", e.what());
+    return kExitBadInput;
+  }
+  if (text_option->count() > 0) options.text = text;
+  const bool file_only = !options.tokenizer_path.empty() && inputs.size() == 1;
+  if (!file_only && !inputs.empty()) options.model_path = inputs[0];
+  if (inputs.size() == 2 || file_only) options.input_path = inputs.back();
+  if (options.text && !options.input_path.empty()) {
+    fmt::print(stderr, "headscan tokenize: error: give either --text or FILE, not both\n");
+    return kExitBadInput;
+  }
+
+  try {
+    const headscan::TokenizeSummary summary = headscan::run_tokenize(options, std::cin, std::cout);
+    std::cout.flush();
+    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
+    if (!quiet) {
+      fmt::print(stderr, "tokenizer: {}; BOS: {}; max_length {}; {} lines, {} windows, {} tokens\n", summary.tokenizer,
+                 summary.bos, summary.max_length, summary.documents, summary.windows, summary.tokens);
+    }
+    return 0;
+  } catch (const headscan::InputError& e) {
+    fmt::print(stderr, "headscan: error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "headscan: failed: {}\n", e.what());
+    return kExitFailure;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "tokenize") return run_tokenize_command(argc - 1, argv + 1);
+
   headscan::AnalysisOptions options;
   std::vector<std::string> thresholds;
   bool quiet = false;
 
   CLI::App app{"headscan: label the attention heads of a TorchScript transformer by what they do"};
   app.set_version_flag("--version", std::string("headscan ") + HEADSCAN_VERSION);
+  app.footer("Subcommand: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
+             "the analysis uses (headscan tokenize --help).");
   app.add_option("model", options.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
   app.add_option("corpus", options.corpus_path, "text corpus, one document per line")->required();
   app.add_option("-o,--output", options.output_dir, "report directory to create")->capture_default_str();
   app.add_flag("--force", options.force, "replace the output directory if it exists and is not empty");
   app.add_option("--tokenizer", options.tokenizer_path,
-                 "tokenizer.json to use instead of the one inside the model");
+                 "tokenizer.json or SentencePiece .model to use instead of the one inside the model");
   app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: all cores)")
       ->check(at_least(0))->capture_default_str();
   app.add_option("--batch-size", options.batch_size, "sequences per forward call")

@@ -1,0 +1,228 @@
+// `headscan tokenize`: the JSON lines it prints (ids, token strings, character spans, BOS and
+// windows exactly as the analysis builds them), the BOS rule, and the command line.
+
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analyzer/tokenize_command.h"
+#include "tests/fixtures.h"
+#include "tests/tokenizer_testing.h"
+
+using headscan::testing::fixture;
+using headscan::testing::run_headscan;
+using headscan::testing::TempDir;
+using namespace tokenizer_testing;
+
+namespace {
+
+// LLaMA-style BPE with byte fallback for 你 (E4 BD A0) and a template that starts with <s>.
+json llama_like(bool with_template = true) {
+  const json vocab = {{"<unk>", 0},  {"<s>", 1}, {"</s>", 2}, {"<0xE4>", 3}, {"<0xBD>", 4}, {"<0xA0>", 5},
+                      {"▁", 6},      {"H", 7},   {"i", 8},    {"▁H", 9},     {"▁Hi", 10}};
+  const json model = {{"type", "BPE"},           {"unk_token", "<unk>"}, {"byte_fallback", true},
+                      {"fuse_unk", true},         {"vocab", vocab},        {"merges", {"▁ H", "▁H i"}}};
+  const json normalizer = {
+      {"type", "Sequence"},
+      {"normalizers", json::array({{{"type", "Prepend"}, {"prepend", "▁"}},
+                                   {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "▁"}}})}};
+  json post_processor = nullptr;
+  if (with_template) {
+    post_processor = {{"type", "TemplateProcessing"},
+                      {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                                              {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+                      {"pair", json::array()},
+                      {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}};
+  }
+  return tokenizer_spec(model, normalizer, nullptr,
+                        json::array({added_token(0, "<unk>"), added_token(1, "<s>"), added_token(2, "</s>")}),
+                        post_processor);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> tokenize(headscan::TokenizeOptions options, const std::string& standard_input = "") {
+  std::istringstream in(standard_input);
+  std::ostringstream out;
+  headscan::run_tokenize(options, in, out);
+  return lines_of(out.str());
+}
+
+}  // namespace
+
+TEST_CASE("tokenize prints ids, tokens and character spans per line", "[tokenizer][tokenize]") {
+  TempDir dir;
+  headscan::TokenizeOptions options;
+  options.tokenizer_path = dir.write("tokenizer.json", llama_like().dump());
+
+  SECTION("BOS from the template; byte tokens span their whole character, in code points") {
+    options.text = "Hi 你\n\nHi";
+    CHECK(tokenize(options) ==
+          std::vector<std::string>{
+              R"({"line":1,"window":0,"ids":[1,10,6,3,4,5],"tokens":["<s>","▁Hi","▁","<0xE4>","<0xBD>","<0xA0>"],)"
+              R"("spans":[[0,0],[0,2],[2,3],[3,4],[3,4],[3,4]]})",
+              R"({"line":3,"window":0,"ids":[1,10],"tokens":["<s>","▁Hi"],"spans":[[0,0],[0,2]]})"});
+  }
+  SECTION("a line longer than max_length is cut into windows, each with BOS") {
+    options.text = "Hi Hi Hi";
+    options.max_length = 3;
+    CHECK(tokenize(options) == std::vector<std::string>{
+                                   R"({"line":1,"window":0,"ids":[1,10,10],"tokens":["<s>","▁Hi","▁Hi"],)"
+                                   R"("spans":[[0,0],[0,2],[2,5]]})",
+                                   R"({"line":1,"window":1,"ids":[1,10],"tokens":["<s>","▁Hi"],"spans":[[0,0],[5,8]]})"});
+  }
+  SECTION("standard input, with a CRLF line and invalid UTF-8 repaired as the corpus reader does") {
+    headscan::TokenizeSummary summary;
+    std::istringstream in("Hi\r\nHi\xff\n");
+    std::ostringstream out;
+    summary = headscan::run_tokenize(options, in, out);
+    const std::vector<std::string> lines = lines_of(out.str());
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0] == R"({"line":1,"window":0,"ids":[1,10],"tokens":["<s>","▁Hi"],"spans":[[0,0],[0,2]]})");
+    // U+FFFD (EF BF BD) has no piece: three byte pieces missing from this vocabulary, so <unk>.
+    CHECK(lines[1] == R"({"line":2,"window":0,"ids":[1,10,0],"tokens":["<s>","▁Hi","<unk>"],)"
+                      R"("spans":[[0,0],[0,2],[2,3]]})");
+    CHECK(summary.bos == "<s> (id 1, from tokenizer template)");
+    CHECK(summary.documents == 2);
+    CHECK(summary.windows == 2);
+    CHECK(summary.tokens == 5);
+    REQUIRE(summary.warnings.size() == 1);
+    CHECK_THAT(summary.warnings[0], Catch::Contains("invalid UTF-8"));
+  }
+  SECTION("without a template nor headscan.json there is no BOS") {
+    options.tokenizer_path = dir.write("plain.json", llama_like(/*with_template=*/false).dump());
+    options.text = "Hi";
+    CHECK(tokenize(options) ==
+          std::vector<std::string>{R"({"line":1,"window":0,"ids":[10],"tokens":["▁Hi"],"spans":[[0,2]]})"});
+  }
+  SECTION("a text file") {
+    options.input_path = dir.write("corpus.txt", "Hi\n");
+    CHECK(tokenize(options).size() == 1);
+  }
+  SECTION("no tokenizer at all") {
+    options.tokenizer_path.clear();
+    options.text = "Hi";
+    CHECK_THROWS_WITH(tokenize(options), Catch::Contains("--tokenizer"));
+  }
+}
+
+TEST_CASE("code_points_before counts UTF-8 characters", "[tokenizer][tokenize]") {
+  // Bytes: a 0, 你 1..3, 😀 4..7, b 8; inside a character the count includes that character.
+  CHECK(headscan::code_points_before("a你😀b") == std::vector<std::size_t>{0, 1, 2, 2, 2, 3, 3, 3, 3, 4});
+  CHECK(headscan::code_points_before("") == std::vector<std::size_t>{0});
+}
+
+TEST_CASE("choose_bos: headscan.json first, else the template's single leading token", "[tokenizer][tokenize]") {
+  const auto tokenizer = build(llama_like());
+  SECTION("headscan.json's bos_token wins") {
+    const auto bos = headscan::choose_bos(*tokenizer, "</s>", "m.pt:headscan.json");
+    REQUIRE(bos);
+    CHECK(bos->id == 2);
+    CHECK(bos->source == "headscan.json");
+  }
+  SECTION("the template's <s> when headscan.json names none") {
+    const auto bos = headscan::choose_bos(*tokenizer, "", "m.pt:headscan.json");
+    REQUIRE(bos);
+    CHECK(bos->id == 1);
+    CHECK(bos->token == "<s>");
+    CHECK(bos->source == "tokenizer template");
+  }
+  SECTION("a bos_token missing from the vocabulary") {
+    CHECK_THROWS_WITH(headscan::choose_bos(*tokenizer, "<bos>", "m.pt:headscan.json"),
+                      Catch::Contains("m.pt:headscan.json") && Catch::Contains("\"<bos>\""));
+  }
+  SECTION("a template with two leading tokens needs bos_token") {
+    json spec = llama_like();
+    json& single = spec["post_processor"]["single"];
+    single.insert(single.begin(), json::object({{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}}));
+    spec["post_processor"]["special_tokens"]["</s>"] = {{"id", "</s>"}, {"ids", {2}}, {"tokens", {"</s>"}}};
+    const auto two = build(spec);
+    CHECK(two->template_prefix() == std::vector<std::string>{"</s>", "<s>"});
+    CHECK_THROWS_WITH(headscan::choose_bos(*two, "", "m.pt:headscan.json"),
+                      Catch::Contains("2 tokens") && Catch::Contains("bos_token"));
+    CHECK(headscan::choose_bos(*two, "<s>", "m.pt:headscan.json")->id == 1);
+  }
+}
+
+TEST_CASE("tokenize MODEL.pt uses the archive's tokenizer.json and headscan.json", "[tokenizer][tokenize]") {
+  headscan::TokenizeOptions options;
+  options.model_path = fixture("gpt2.pt");  // WordLevel w3..w63, bos_token <s>, max_length 32
+  options.text = "w3 w4  zz";
+  CHECK(tokenize(options) == std::vector<std::string>{R"({"line":1,"window":0,"ids":[0,3,4,1],)"
+                                                      R"("tokens":["<s>","w3","w4","<unk>"],)"
+                                                      R"("spans":[[0,0],[0,2],[3,5],[7,9]]})"});
+  SECTION("windows follow headscan.json's max_length") {
+    std::string line;
+    for (int i = 0; i < 40; ++i) line += "w5 ";
+    options.text = line;
+    const std::vector<std::string> windows = tokenize(options);
+    REQUIRE(windows.size() == 2);  // 31 + 9 words, each window with BOS
+    CHECK(json::parse(windows[0])["ids"].size() == 32);
+    CHECK(json::parse(windows[1])["ids"].size() == 10);
+    CHECK(json::parse(windows[1])["window"] == 1);
+  }
+  SECTION("--tokenizer overrides the embedded tokenizer, headscan.json still gives BOS") {
+    TempDir dir;
+    json spec = json::parse(headscan::testing::read_json(fixture("tokenizer.json")).dump());
+    options.tokenizer_path = dir.write("tokenizer.json", spec.dump());
+    options.text = "w9";
+    CHECK(tokenize(options) ==
+          std::vector<std::string>{R"({"line":1,"window":0,"ids":[0,9],"tokens":["<s>","w9"],"spans":[[0,0],[0,2]]})"});
+  }
+  SECTION("a model file that is not an archive") {
+    TempDir dir;
+    options.model_path = dir.write("model.pt", "not a zip");
+    CHECK_THROWS_WITH(tokenize(options), Catch::Contains("model.pt") && Catch::Contains("TorchScript archive"));
+  }
+}
+
+TEST_CASE("headscan tokenize on the command line", "[tokenizer][tokenize][cli]") {
+  TempDir dir;
+  const std::string tokenizer = dir.write("tokenizer.json", llama_like().dump());
+  const std::string corpus = dir.write("corpus.txt", "Hi\n");
+
+  SECTION("--tokenizer FILE and a text file") {
+    const auto result = run_headscan({"tokenize", "--tokenizer", tokenizer, corpus});
+    CHECK(result.exit_code == 0);
+    CHECK(result.out == "{\"line\":1,\"window\":0,\"ids\":[1,10],\"tokens\":[\"<s>\",\"▁Hi\"],\"spans\":[[0,0],[0,2]]}\n");
+    CHECK_THAT(result.err, Catch::Contains("BOS: <s>"));
+  }
+  SECTION("MODEL.pt and --text") {
+    const auto result = run_headscan({"tokenize", fixture("gpt2.pt"), "--text", "w3", "-q"});
+    CHECK(result.exit_code == 0);
+    CHECK(result.out == "{\"line\":1,\"window\":0,\"ids\":[0,3],\"tokens\":[\"<s>\",\"w3\"],\"spans\":[[0,0],[0,2]]}\n");
+    CHECK(result.err.empty());
+  }
+  SECTION("no tokenizer is a usage error") {
+    const auto result = run_headscan({"tokenize", "--text", "hi"});
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Catch::Contains("--tokenizer"));
+  }
+  SECTION("an unsupported tokenizer type names itself and the file") {
+    json spec = llama_like();
+    spec["model"]["type"] = "CharLevel";
+    const std::string bad = dir.write("bad.json", spec.dump());
+    const auto result = run_headscan({"tokenize", "--tokenizer", bad, corpus});
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Catch::Contains("bad.json") && Catch::Contains("\"CharLevel\"") &&
+                               Catch::Contains("supported: BPE, WordPiece, Unigram, WordLevel"));
+  }
+  SECTION("help names the subcommand; the analysis still takes MODEL CORPUS") {
+    const auto help = run_headscan({"--help"});
+    CHECK(help.exit_code == 0);
+    CHECK_THAT(help.out, Catch::Contains("headscan tokenize"));
+    const auto tokenize_help = run_headscan({"tokenize", "--help"});
+    CHECK(tokenize_help.exit_code == 0);
+    CHECK_THAT(tokenize_help.out, Catch::Contains("--tokenizer") && Catch::Contains("--max-length"));
+    const auto analysis = run_headscan({(dir / "absent.pt").string(), corpus});
+    CHECK(analysis.exit_code == 2);
+    CHECK_THAT(analysis.err, Catch::Contains("absent.pt"));
+  }
+}
