@@ -278,7 +278,8 @@ std::vector<BpeModel::Symbol> BpeModel::merge_word(std::string_view word) const 
     if (options_.byte_fallback &&
         std::all_of(key.begin(), key.end(), [&](char byte) { return byte_ids_[static_cast<unsigned char>(byte)].has_value(); })) {
       // Every byte token covers the whole character: a part of a character has no span of its own.
-      if (unknown) symbols.push_back(*std::exchange(unknown, std::nullopt));
+      // A pending unknown token stays pending, as in the tokenizers library (it only comes after
+      // the bytes when a vocabulary lacks some <0xNN>).
       for (const char byte : key) symbols.push_back({*byte_ids_[static_cast<unsigned char>(byte)], begin, end});
       continue;
     }

@@ -197,6 +197,14 @@ TEST_CASE("BPE options", "[tokenizer][bpe]") {
     CHECK(encode(*build(tokenizer_spec(model, nullptr, whitespace)), "abc cab") ==
           Tokens{{5, "abc", 0, 3}, {3, "c", 4, 5}, {4, "ab", 5, 7}});
   }
+  SECTION("byte fallback with missing byte tokens: the unknown token waits, as in the tokenizers library") {
+    // 你 (E4 BD A0) has no byte tokens here, é (C3 A9) has: 你 becomes a pending <unk> that is
+    // only added after the bytes of é, at the end of the word.
+    json model = bpe({{"<unk>", 0}, {"<0xC3>", 1}, {"<0xA9>", 2}}, json::array());
+    model["byte_fallback"] = true;
+    CHECK(encode(*build(tokenizer_spec(model, nullptr, whitespace)), "你é") ==
+          Tokens{{1, "<0xC3>", 3, 5}, {2, "<0xA9>", 3, 5}, {0, "<unk>", 0, 3}});
+  }
   SECTION("equal ranks: the leftmost pair merges first") {
     json model = bpe({{"<unk>", 0}, {"a", 1}, {"aa", 2}}, {"a a"});
     CHECK(encode(*build(tokenizer_spec(model, nullptr, whitespace)), "aaa") == Tokens{{2, "aa", 0, 2}, {1, "a", 2, 3}});
