@@ -1,22 +1,94 @@
 #include "analyzer/sentencepiece_tokenizer.h"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
-
-#include <sentencepiece_processor.h>
+#include <filesystem>
 
 #include "analyzer/errors.h"
+#include "analyzer/sentencepiece_shim/sentencepiece_shim.h"
 #include "analyzer/unicode.h"
 
 namespace headscan {
 
+namespace {
+
+// The shim's functions, loaded once (see sentencepiece_shim.h for why it is a separate library).
+struct SentencePieceLibrary {
+  decltype(&headscan_spm_load) load;
+  decltype(&headscan_spm_free) free;
+  decltype(&headscan_spm_piece_size) piece_size;
+  decltype(&headscan_spm_bos_id) bos_id;
+  decltype(&headscan_spm_kind) kind;
+  decltype(&headscan_spm_id_to_piece) id_to_piece;
+  decltype(&headscan_spm_piece_to_id) piece_to_id;
+  decltype(&headscan_spm_encode) encode;
+};
+
+// Next to the executable (an installed headscan), else where the build put it.
+std::filesystem::path shim_path() {
+  std::error_code error;
+  const auto executable = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::string name = std::filesystem::path(HEADSCAN_SENTENCEPIECE_SHIM).filename().string();
+  if (!error && std::filesystem::exists(executable.parent_path() / name)) return executable.parent_path() / name;
+  return HEADSCAN_SENTENCEPIECE_SHIM;
+}
+
+const SentencePieceLibrary& sentencepiece_library() {
+  static const SentencePieceLibrary library = [] {
+    const std::filesystem::path path = shim_path();
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (handle == nullptr) {
+      throw std::runtime_error("cannot load headscan's SentencePiece support library " + path.string() + " (" +
+                               dlerror() + "); rebuild headscan with libsentencepiece-dev installed");
+    }
+    auto symbol = [&](const char* name) {
+      void* address = dlsym(handle, name);
+      if (address == nullptr) throw std::runtime_error(path.string() + " lacks " + name + "; rebuild headscan");
+      return address;
+    };
+    SentencePieceLibrary loaded{};
+    loaded.load = reinterpret_cast<decltype(loaded.load)>(symbol("headscan_spm_load"));
+    loaded.free = reinterpret_cast<decltype(loaded.free)>(symbol("headscan_spm_free"));
+    loaded.piece_size = reinterpret_cast<decltype(loaded.piece_size)>(symbol("headscan_spm_piece_size"));
+    loaded.bos_id = reinterpret_cast<decltype(loaded.bos_id)>(symbol("headscan_spm_bos_id"));
+    loaded.kind = reinterpret_cast<decltype(loaded.kind)>(symbol("headscan_spm_kind"));
+    loaded.id_to_piece = reinterpret_cast<decltype(loaded.id_to_piece)>(symbol("headscan_spm_id_to_piece"));
+    loaded.piece_to_id = reinterpret_cast<decltype(loaded.piece_to_id)>(symbol("headscan_spm_piece_to_id"));
+    loaded.encode = reinterpret_cast<decltype(loaded.encode)>(symbol("headscan_spm_encode"));
+    return loaded;
+  }();
+  return library;
+}
+
+void append_string(void* context, const char* text, std::size_t size) {
+  static_cast<std::string*>(context)->append(text, size);
+}
+
+constexpr int kBytePiece = 1;
+constexpr int kControl = 2;
+constexpr int kUnknown = 4;
+
+}  // namespace
+
 struct SentencePieceTokenizer::Impl {
-  sentencepiece::SentencePieceProcessor processor;
+  const SentencePieceLibrary* library = nullptr;
+  void* processor = nullptr;
   std::string path;
+  ~Impl() {
+    if (processor != nullptr) library->free(processor);
+  }
+  int kind(std::int64_t id) const { return library->kind(processor, static_cast<int>(id)); }
+  std::string piece(std::int64_t id) const {
+    std::string text;
+    library->id_to_piece(processor, static_cast<int>(id), append_string, &text);
+    return text;
+  }
 };
 
 namespace {
-
 // The byte a "<0xNN>" piece stands for.
 int byte_of_piece(const std::string& piece) {
   if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>') return -1;
@@ -56,32 +128,38 @@ SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::string& path) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  const sentencepiece::util::Status status = impl->processor.Load(path);
-  if (!status.ok()) {
+  impl->library = &sentencepiece_library();
+  std::string error;
+  impl->processor = impl->library->load(path.c_str(), append_string, &error);
+  if (impl->processor == nullptr) {
     throw InputError(path + ": expected a SentencePiece model (.model, as spm_train writes it), but the sentencepiece "
-                     "library cannot load it (" + status.ToString() +
+                     "library cannot load it (" + error +
                      "); give the tokenizer.model / spiece.model file of the model, or its tokenizer.json");
   }
   return std::unique_ptr<SentencePieceTokenizer>(new SentencePieceTokenizer(std::move(impl)));
 }
 
 std::vector<Token> SentencePieceTokenizer::encode(std::string_view text) const {
-  const sentencepiece::ImmutableSentencePieceText encoded = impl_->processor.EncodeAsImmutableProto(text);
   std::vector<Token> tokens;
-  tokens.reserve(encoded.pieces_size());
+  impl_->library->encode(
+      impl_->processor, text.data(), text.size(),
+      [](void* context, int id, const char* piece, std::size_t size, std::size_t begin, std::size_t end) {
+        static_cast<std::vector<Token>*>(context)->push_back({id, std::string(piece, size), begin, end});
+      },
+      &tokens);
   std::vector<std::size_t> byte_group;  // byte pieces waiting for the one that carries the span
   std::vector<int> byte_values;
-  for (const auto& piece : encoded.pieces()) {
-    tokens.push_back({static_cast<std::int64_t>(piece.id()), piece.piece(), piece.begin(), piece.end()});
-    const int byte = impl_->processor.IsByte(static_cast<int>(piece.id())) ? byte_of_piece(piece.piece()) : -1;
+  for (std::size_t k = 0; k < tokens.size(); ++k) {
+    const Token& token = tokens[k];
+    const int byte = (impl_->kind(token.id) & kBytePiece) != 0 ? byte_of_piece(token.piece) : -1;
     if (byte < 0) {
       byte_group.clear();
       byte_values.clear();
       continue;
     }
-    byte_group.push_back(tokens.size() - 1);
+    byte_group.push_back(k);
     byte_values.push_back(byte);
-    if (piece.end() > piece.begin()) {
+    if (token.end > token.begin) {
       spread_byte_spans(text, byte_group, tokens, byte_values);
       byte_group.clear();
       byte_values.clear();
@@ -90,23 +168,23 @@ std::vector<Token> SentencePieceTokenizer::encode(std::string_view text) const {
   return tokens;
 }
 
-std::int64_t SentencePieceTokenizer::vocab_size() const { return impl_->processor.GetPieceSize(); }
+std::int64_t SentencePieceTokenizer::vocab_size() const { return impl_->library->piece_size(impl_->processor); }
 
 std::optional<std::int64_t> SentencePieceTokenizer::token_to_id(std::string_view piece) const {
-  const int id = impl_->processor.PieceToId(piece);
+  const int id = impl_->library->piece_to_id(impl_->processor, piece.data(), piece.size());
   // PieceToId answers the unknown id for pieces it does not know.
-  if (id < 0 || impl_->processor.IdToPiece(id) != piece) return std::nullopt;
+  if (id < 0 || impl_->piece(id) != piece) return std::nullopt;
   return id;
 }
 
 std::string SentencePieceTokenizer::id_to_piece(std::int64_t id) const {
   if (id < 0 || id >= vocab_size()) return {};
-  return impl_->processor.IdToPiece(static_cast<int>(id));
+  return impl_->piece(id);
 }
 
 bool SentencePieceTokenizer::is_special(std::int64_t id) const {
   if (id < 0 || id >= vocab_size()) return false;
-  return impl_->processor.IsControl(static_cast<int>(id)) || impl_->processor.IsUnknown(static_cast<int>(id));
+  return (impl_->kind(id) & (kControl | kUnknown)) != 0;
 }
 
 std::string SentencePieceTokenizer::describe() const {
@@ -114,9 +192,9 @@ std::string SentencePieceTokenizer::describe() const {
 }
 
 std::vector<std::string> SentencePieceTokenizer::template_prefix() const {
-  const int bos = impl_->processor.bos_id();
+  const int bos = impl_->library->bos_id(impl_->processor);
   if (bos < 0 || bos >= vocab_size()) return {};
-  return {impl_->processor.IdToPiece(bos)};
+  return {impl_->piece(bos)};
 }
 
 }  // namespace headscan
