@@ -15,6 +15,7 @@ struct AnalysisOptions {
   std::string corpus_path;
   std::string output_dir = "headscan-report";
   std::string tokenizer_path;             // overrides the tokenizer.json inside the model
+  std::string idf_path;                   // document frequencies of a reference corpus (--idf)
   bool force = false;                     // replace a non-empty output directory
   int threads = 0;                        // 0: LibTorch's default
   std::int64_t batch_size = 8;            // sequences per forward call
@@ -23,6 +24,8 @@ struct AnalysisOptions {
   std::uint64_t seed = 0;                 // for probe sequences
   std::map<std::string, double> thresholds;  // overrides by name
   bool progress = true;                   // progress on stderr
+  bool html = true;                       // index.html and per-head pages
+  bool plots = true;                      // PNG plots
 };
 
 struct AnalysisSummary {

@@ -1,5 +1,5 @@
 // run_analysis(): corpus → tokenizer → sequences → batches → instrumented forward → classifiers →
-// heads.json (DESIGN.md, "Data flow").
+// probes → heads.json and reports (DESIGN.md, "Data flow").
 #include <chrono>
 #include <optional>
 
@@ -8,53 +8,25 @@
 #include <torch/torch.h>
 
 #include "analyzer/analysis.h"
+#include "analyzer/batch_tensors.h"
 #include "analyzer/corpus.h"
+#include "analyzer/document_frequencies.h"
 #include "analyzer/errors.h"
+#include "analyzer/examples.h"
 #include "analyzer/model.h"
+#include "analyzer/model_shape.h"
 #include "analyzer/output_dir.h"
+#include "analyzer/probes.h"
 #include "analyzer/progress.h"
 #include "analyzer/sequences.h"
 #include "heads/registry.h"
 #include "reports/heads_json.h"
+#include "reports/report_writer.h"
 
 namespace headscan {
 namespace {
 
 constexpr std::int64_t kDefaultMaxLength = 512;
-constexpr double kCausalTolerance = 1e-6;  // weight above the diagonal still counted as none
-
-struct BatchTensors {
-  at::Tensor ids;      // [B, T] int64
-  at::Tensor valid;    // [B, T] bool
-  at::Tensor special;  // [B, T] bool
-  std::int64_t tokens = 0;
-};
-
-// Right-pads to the longest sequence. Padding is never attended by real tokens: either the model
-// takes an attention mask, or it is causal and padding comes after every real token.
-BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id) {
-  std::size_t length = 0;
-  for (const auto& sequence : batch) length = std::max(length, sequence.ids.size());
-  const auto rows = static_cast<std::int64_t>(batch.size());
-  const auto columns = static_cast<std::int64_t>(length);
-  BatchTensors tensors;
-  tensors.ids = torch::full({rows, columns}, pad_id, torch::kInt64);
-  tensors.valid = torch::zeros({rows, columns}, torch::kBool);
-  tensors.special = torch::zeros({rows, columns}, torch::kBool);
-  auto ids = tensors.ids.accessor<std::int64_t, 2>();
-  auto valid = tensors.valid.accessor<bool, 2>();
-  auto special = tensors.special.accessor<bool, 2>();
-  for (std::int64_t b = 0; b < rows; ++b) {
-    const Sequence& sequence = batch[b];
-    for (std::size_t t = 0; t < sequence.ids.size(); ++t) {
-      ids[b][t] = sequence.ids[t];
-      valid[b][t] = true;
-      special[b][t] = sequence.special[t] != 0;
-    }
-    tensors.tokens += static_cast<std::int64_t>(sequence.ids.size());
-  }
-  return tensors;
-}
 
 std::unique_ptr<Tokenizer> choose_tokenizer(const AnalysisOptions& options, const InstrumentedModel& model,
                                             std::string& description) {
@@ -76,40 +48,6 @@ std::unique_ptr<Tokenizer> choose_tokenizer(const AnalysisOptions& options, cons
   return tokenizer;
 }
 
-// What one forward call over the first sequence shows about the model.
-struct ModelShapeProbe {
-  ModelShape shape;
-  bool causal = true;
-};
-
-ModelShapeProbe probe_model(InstrumentedModel& model, const Sequence& first, bool takes_mask) {
-  std::vector<std::int64_t> ids = first.ids;
-  // Causality needs at least two positions.
-  while (ids.size() < 2) ids.push_back(ids.back());
-  const at::Tensor input = torch::tensor(ids, torch::kInt64).unsqueeze(0);
-  const at::Tensor mask = torch::ones_like(input);
-  ModelShapeProbe probe;
-  model.forward(input, takes_mask ? &mask : nullptr, [&](int layer, const at::Tensor& attention) {
-    if (layer == 0) probe.shape.heads = static_cast<int>(attention.size(1));
-    if (attention.size(1) != probe.shape.heads) {
-      throw InputError(fmt::format("attention layer {} has {} heads, layer 0 has {}; headscan needs the same "
-                                   "number of (query) heads in every layer",
-                                   layer, attention.size(1), probe.shape.heads));
-    }
-    probe.shape.layers = layer + 1;
-    if (attention.triu(/*diagonal=*/1).abs().max().item<double>() > kCausalTolerance) probe.causal = false;
-  });
-  if (probe.shape.layers == 0) {
-    throw InputError(fmt::format(
-        "found no attention: the forward graph has {} softmax op(s), none of which produced "
-        "probabilities over keys ([batch, heads, T, T], [batch*heads, T, T] or [batch, T, T]), and the "
-        "output holds no attention tensors; export the model with eager attention "
-        "(softmax(QK^T/sqrt(d)) computed explicitly)",
-        model.softmax_count()));
-  }
-  return probe;
-}
-
 class Analysis {
  public:
   explicit Analysis(const AnalysisOptions& options) : options_(options), output_(options.output_dir, options.force) {}
@@ -119,8 +57,13 @@ class Analysis {
  private:
   void load_model_and_tokenizer();
   // Reads documents until one yields a sequence; false at the end of the corpus.
-  bool read_document(CorpusReader& reader, std::vector<Sequence>& sequences);
-  void analyse(const std::vector<Sequence>& batch);
+  bool read_document(CorpusReader& reader, std::vector<Sequence>& sequences, DocumentFrequencies* frequencies);
+  DocumentFrequencies count_document_frequencies();
+  void corpus_pass(CorpusReader& reader, std::vector<Sequence> first_sequences);
+  void probe_pass();
+  // Runs one batch and hands every layer's attention to the classifiers of its source.
+  ForwardOutput analyse(const std::vector<Sequence>& batch, BatchSource source, std::int64_t batch_index);
+  nlohmann::ordered_json finish(const Thresholds& thresholds, const CorpusReader& reader, double seconds);
 
   const AnalysisOptions& options_;
   OutputDirectory output_;
@@ -130,10 +73,13 @@ class Analysis {
   std::vector<std::unique_ptr<HeadClassifier>> classifiers_;
   ModelSummary model_summary_;
   CorpusSummary corpus_summary_;
+  ProbeSummary probe_summary_;
   std::vector<std::string> warnings_;
   ModelShape shape_;
-  bool causal_ = true;
   std::int64_t pad_id_ = 0;
+  at::Tensor idf_table_;  // [V] float
+  ProbeSet probes_;
+  ExampleChooser examples_;
 };
 
 void Analysis::load_model_and_tokenizer() {
@@ -152,9 +98,6 @@ void Analysis::load_model_and_tokenizer() {
   sequence_shape_.max_length = options_.max_length > 0 ? options_.max_length
                                : metadata.max_length  ? *metadata.max_length
                                                       : kDefaultMaxLength;
-  if (sequence_shape_.max_length < 2) {
-    throw InputError(fmt::format("--max-length {}: sequences need at least 2 tokens", sequence_shape_.max_length));
-  }
   if (options_.max_length == 0 && !metadata.max_length) {
     warnings_.push_back(fmt::format("{} has no max_length in headscan.json: sequences are cut at {} tokens "
                                     "(set --max-length to the model's context)",
@@ -162,21 +105,42 @@ void Analysis::load_model_and_tokenizer() {
   }
 }
 
-bool Analysis::read_document(CorpusReader& reader, std::vector<Sequence>& sequences) {
+bool Analysis::read_document(CorpusReader& reader, std::vector<Sequence>& sequences,
+                             DocumentFrequencies* frequencies) {
   CorpusLine line;
   while (reader.next(line)) {
-    sequences = make_sequences(tokenizer_->encode(line.text), *tokenizer_, sequence_shape_, line.line_number);
-    if (!sequences.empty()) return true;
+    const std::vector<Token> tokens = tokenizer_->encode(line.text);
+    sequences = make_sequences(tokens, *tokenizer_, sequence_shape_, line.line_number);
+    if (sequences.empty()) continue;
+    if (frequencies != nullptr) frequencies->add_document(tokens, *tokenizer_);
+    return true;
   }
   return false;
 }
 
-void Analysis::analyse(const std::vector<Sequence>& batch) {
-  const BatchTensors tensors = to_tensors(batch, pad_id_);
-  const at::Tensor mask = tensors.valid.to(torch::kInt64);
-  const BatchContext context{tensors.ids, tensors.valid, tensors.special, causal_,
-                             sequence_shape_.bos_id.has_value(), BatchSource::corpus};
-  model_->forward(tensors.ids, &mask, [&](int layer, const at::Tensor& attention) {
+// idf over the documents the analysis will read: a tokenizer-only pass before the model runs.
+DocumentFrequencies Analysis::count_document_frequencies() {
+  if (!options_.idf_path.empty()) {
+    corpus_summary_.idf_source = options_.idf_path;
+    return DocumentFrequencies::load(options_.idf_path, *tokenizer_);
+  }
+  corpus_summary_.idf_source = "corpus";
+  DocumentFrequencies frequencies(tokenizer_->vocab_size());
+  CorpusReader reader(options_.corpus_path);
+  std::vector<Sequence> sequences;
+  std::int64_t counted = 0;
+  while ((options_.max_sequences == 0 || counted < options_.max_sequences) &&
+         read_document(reader, sequences, &frequencies)) {
+    counted += static_cast<std::int64_t>(sequences.size());
+  }
+  return frequencies;
+}
+
+ForwardOutput Analysis::analyse(const std::vector<Sequence>& batch, BatchSource source, std::int64_t batch_index) {
+  const BatchTensors tensors = to_tensors(batch, pad_id_, idf_table_);
+  const BatchContext context{tensors.ids, tensors.valid, tensors.special, tensors.idf, shape_.causal,
+                             sequence_shape_.bos_id.has_value(), source, batch_index};
+  ForwardOutput output = model_->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention) {
     if (layer >= shape_.layers || attention.size(1) != shape_.heads) {
       throw std::runtime_error(fmt::format(
           "the model produced attention for layer {} with {} heads, but the first sequence showed {} layers "
@@ -184,52 +148,30 @@ void Analysis::analyse(const std::vector<Sequence>& batch) {
           layer, attention.size(1), shape_.layers, shape_.heads));
     }
     for (auto& classifier : classifiers_) {
-      if (classifier->wants_corpus()) classifier->observe(layer, attention, context);
+      const bool wanted = source == BatchSource::corpus ? classifier->wants_corpus() : classifier->wants_probes();
+      if (wanted) classifier->observe(layer, attention, context);
     }
   });
-  corpus_summary_.sequences += static_cast<std::int64_t>(batch.size());
-  corpus_summary_.tokens += tensors.tokens;
+  if (source == BatchSource::corpus) {
+    corpus_summary_.sequences += static_cast<std::int64_t>(batch.size());
+    corpus_summary_.tokens += tensors.tokens;
+  }
+  return output;
 }
 
-AnalysisSummary Analysis::run() {
-  const auto start = std::chrono::steady_clock::now();
-  torch::NoGradGuard no_grad;
-  if (options_.threads > 0) torch::set_num_threads(options_.threads);
-  torch::manual_seed(options_.seed);
-
-  load_model_and_tokenizer();
-  classifiers_ = make_classifiers();
-  const Thresholds thresholds = resolve_thresholds(classifiers_, options_.thresholds);
-
-  CorpusReader reader(options_.corpus_path);
-  std::vector<Sequence> sequences;
-  if (!read_document(reader, sequences)) {
-    throw InputError(fmt::format("{}: the corpus is empty: no line gives any token ({} lines read); give a "
-                                 "text file with one document per line",
-                                 reader.path(), reader.lines_read()));
-  }
-
-  try {
-    const ModelShapeProbe probe = probe_model(*model_, sequences.front(), model_->takes_attention_mask());
-    shape_ = probe.shape;
-    causal_ = model_->metadata().causal.value_or(probe.causal);
-    model_summary_.causal_source = model_->metadata().causal ? "metadata" : "detected";
-  } catch (...) {
-    rethrow_with_context(model_->path() + ": ");
-  }
-  for (auto& classifier : classifiers_) classifier->begin(shape_);
-
+void Analysis::corpus_pass(CorpusReader& reader, std::vector<Sequence> sequences) {
   // Causal models are padded too: no real query sees the padding after it.
-  Batcher batcher(static_cast<std::size_t>(options_.batch_size), model_->takes_attention_mask() || causal_,
-                  static_cast<std::size_t>(options_.batch_size) * 32);
+  const auto batch_size = static_cast<std::size_t>(options_.batch_size);
+  Batcher batcher(batch_size, model_->takes_attention_mask() || shape_.causal, batch_size * 32);
   const bool by_sequences = options_.max_sequences > 0;
   Progress progress(options_.progress, by_sequences ? options_.max_sequences : reader.total_bytes(),
                     by_sequences ? "sequences" : "corpus");
   std::int64_t queued = 0;
+  std::int64_t batch_index = 0;
   auto run_batches = [&](std::vector<std::vector<Sequence>> batches) {
     for (const auto& batch : batches) {
       try {
-        analyse(batch);
+        analyse(batch, BatchSource::corpus, batch_index++);
       } catch (...) {
         rethrow_with_context(fmt::format("{} (corpus line {}): ", model_->path(), batch.front().line_number));
       }
@@ -239,6 +181,7 @@ AnalysisSummary Analysis::run() {
   do {
     for (auto& sequence : sequences) {
       if (by_sequences && queued == options_.max_sequences) break;
+      examples_.offer(sequence);
       batcher.add(std::move(sequence));
       ++queued;
     }
@@ -247,17 +190,56 @@ AnalysisSummary Analysis::run() {
       corpus_summary_.truncated = true;
       break;
     }
-  } while (read_document(reader, sequences));
+  } while (read_document(reader, sequences, nullptr));
   run_batches(batcher.flush());
   progress.finish(corpus_summary_.tokens);
+}
 
+void Analysis::probe_pass() {
+  probes_ = make_probes(*tokenizer_, sequence_shape_.bos_id, sequence_shape_.max_length, options_.seed);
+  probe_summary_.seed = options_.seed;
+  probe_summary_.count = static_cast<int>(probes_.sequences.size());
+  probe_summary_.repeats = probes_.repeats;
+  probe_summary_.repeat_lengths = probes_.repeat_lengths;
+  probe_summary_.skipped_because = probes_.skipped_because;
+  if (probes_.sequences.empty()) {
+    warnings_.push_back("no probe sequences, so no induction or duplicate-token scores: " + probes_.skipped_because);
+    model_summary_.repeat_loss_note = "no probe sequences";
+    return;
+  }
+  const auto batch_size = static_cast<std::size_t>(options_.batch_size);
+  Batcher batcher(batch_size, model_->takes_attention_mask() || shape_.causal, probes_.sequences.size());
+  for (const Sequence& probe : probes_.sequences) batcher.add(probe);
+  RepeatLoss repeat_loss(probes_.repeats);
+  std::int64_t batch_index = 0;
+  bool have_logits = true;
+  for (const auto& batch : batcher.flush()) {
+    ForwardOutput output;
+    try {
+      output = analyse(batch, BatchSource::probe, batch_index++);
+    } catch (...) {
+      rethrow_with_context(fmt::format("{} (probe sequences): ", model_->path()));
+    }
+    have_logits = have_logits && output.logits && output.logits->size(2) >= tokenizer_->vocab_size();
+    if (have_logits) repeat_loss.add(*output.logits, batch, probes_, sequence_shape_.bos_id.has_value());
+  }
+  if (have_logits) {
+    model_summary_.repeat_loss = repeat_loss.mean();
+  } else {
+    model_summary_.repeat_loss_note =
+        "the model's output is not logits [batch, tokens, vocabulary] (alone or first in a tuple)";
+  }
+}
+
+nlohmann::ordered_json Analysis::finish(const Thresholds& thresholds, const CorpusReader& reader, double seconds) {
   const ModelMetadata& metadata = model_->metadata();
   model_summary_.path = options_.model_path;
   model_summary_.name = metadata.name;
   model_summary_.layers = shape_.layers;
   model_summary_.heads = shape_.heads;
   model_summary_.kv_heads = metadata.n_kv_heads.value_or(shape_.heads);
-  model_summary_.causal = causal_;
+  model_summary_.causal = shape_.causal;
+  model_summary_.causal_source = metadata.causal ? "metadata" : "detected";
   model_summary_.capture = model_->capture_method();
   model_summary_.forward = model_->forward_schema();
   model_summary_.bos_token = metadata.bos_token;
@@ -278,15 +260,61 @@ AnalysisSummary Analysis::run() {
   if (corpus_summary_.truncated) {
     warnings_.push_back(fmt::format("stopped after --max-sequences {}", options_.max_sequences));
   }
-
   RunSummary run;
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.seconds = seconds;
   run.threads = torch::get_num_threads();
   run.batch_size = options_.batch_size;
   run.seed = options_.seed;
-  const nlohmann::ordered_json document =
-      make_heads_json(model_summary_, corpus_summary_, thresholds, classifiers_, run, warnings_);
+  return make_heads_json(model_summary_, corpus_summary_, probe_summary_, thresholds, classifiers_, run, warnings_);
+}
+
+AnalysisSummary Analysis::run() {
+  const auto start = std::chrono::steady_clock::now();
+  torch::NoGradGuard no_grad;
+  if (options_.threads > 0) torch::set_num_threads(options_.threads);
+
+  load_model_and_tokenizer();
+  classifiers_ = make_classifiers();
+  const Thresholds thresholds = resolve_thresholds(classifiers_, options_.thresholds);
+
+  CorpusReader reader(options_.corpus_path);
+  std::vector<Sequence> sequences;
+  if (!read_document(reader, sequences, nullptr)) {
+    throw InputError(fmt::format("{}: the corpus is empty: no line gives any token ({} lines read); give a "
+                                 "text file with one document per line",
+                                 reader.path(), reader.lines_read()));
+  }
+  try {
+    shape_ = detect_model_shape(*model_, sequences.front());
+  } catch (...) {
+    rethrow_with_context(model_->path() + ": ");
+  }
+  for (auto& classifier : classifiers_) classifier->begin(shape_);
+
+  const DocumentFrequencies frequencies = count_document_frequencies();
+  corpus_summary_.idf_documents = frequencies.documents();
+  std::vector<float> idf = frequencies.idf_table();
+  idf_table_ = torch::tensor(idf, torch::kFloat);
+
+  corpus_pass(reader, std::move(sequences));
+  probe_pass();
+
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const nlohmann::ordered_json document = finish(thresholds, reader, seconds);
   write_json_file(document, output_.staging() / "heads.json");
+  frequencies.save((output_.staging() / "idf.txt").string(), *tokenizer_);
+  if (options_.html || options_.plots) {
+    const auto examples = capture_examples(*model_, examples_.chosen(), *tokenizer_, shape_, "corpus line");
+    std::vector<Sequence> probe_examples;
+    if (!probes_.sequences.empty()) {
+      ExampleChooser chooser;
+      chooser.offer(probes_.sequences.front());
+      probe_examples = chooser.chosen();
+    }
+    write_reports(output_.staging(), document, examples,
+                  capture_examples(*model_, probe_examples, *tokenizer_, shape_, "probe"),
+                  ReportOptions{options_.html, options_.plots});
+  }
   output_.commit();
 
   AnalysisSummary summary;
@@ -295,7 +323,7 @@ AnalysisSummary Analysis::run() {
   summary.heads = shape_.heads;
   summary.sequences = corpus_summary_.sequences;
   summary.tokens = corpus_summary_.tokens;
-  summary.seconds = run.seconds;
+  summary.seconds = seconds;
   for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
   summary.warnings = warnings_;
   return summary;
@@ -305,6 +333,9 @@ AnalysisSummary Analysis::run() {
 
 AnalysisSummary run_analysis(const AnalysisOptions& options) {
   if (options.batch_size < 1) throw InputError(fmt::format("--batch-size {}: must be at least 1", options.batch_size));
+  if (options.max_length != 0 && options.max_length < 2) {
+    throw InputError(fmt::format("--max-length {}: sequences need at least 2 tokens", options.max_length));
+  }
   Analysis analysis(options);
   return analysis.run();
 }

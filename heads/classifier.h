@@ -6,6 +6,7 @@
 // Shapes: attention is [B, H, T, T] float32 (query rows, key columns, rows sum to 1 over the
 // keys each query can see); per-batch context tensors are [B, T].
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,14 +26,17 @@ struct BatchContext {
   const at::Tensor& token_ids;  // [B, T] int64
   const at::Tensor& valid;      // [B, T] bool: false on padding
   const at::Tensor& special;    // [B, T] bool: BOS and the tokenizer's special tokens
+  const at::Tensor& idf;        // [B, T] float: idf of each token, -inf on special tokens and padding
   bool causal = true;           // queries see only keys j <= i
   bool has_bos = true;          // position 0 of every sequence is BOS
   BatchSource source = BatchSource::corpus;
+  std::int64_t batch_index = 0; // counts batches of one source, so per-batch work is done once
 };
 
 struct ModelShape {
   int layers = 0;
   int heads = 0;
+  bool causal = true;
 };
 
 // Thresholds by name ("previous_token" → 0.5), as written in heads.json.

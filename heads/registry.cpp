@@ -17,6 +17,10 @@ std::vector<std::unique_ptr<HeadClassifier>> make_classifiers() {
   classifiers.push_back(make_confidence_classifier());
   classifiers.push_back(make_mean_distance_classifier());
   classifiers.push_back(make_self_attention_classifier());
+  classifiers.push_back(make_induction_classifier());
+  classifiers.push_back(make_duplicate_token_classifier());
+  classifiers.push_back(make_induction_text_classifier());
+  classifiers.push_back(make_rare_word_classifier());
   return classifiers;
 }
 

@@ -16,6 +16,10 @@ std::unique_ptr<HeadClassifier> make_entropy_classifier();
 std::unique_ptr<HeadClassifier> make_confidence_classifier();
 std::unique_ptr<HeadClassifier> make_mean_distance_classifier();
 std::unique_ptr<HeadClassifier> make_self_attention_classifier();
+std::unique_ptr<HeadClassifier> make_induction_classifier();
+std::unique_ptr<HeadClassifier> make_duplicate_token_classifier();
+std::unique_ptr<HeadClassifier> make_induction_text_classifier();
+std::unique_ptr<HeadClassifier> make_rare_word_classifier();
 
 // Every classifier, in the order their scores appear in heads.json.
 std::vector<std::unique_ptr<HeadClassifier>> make_classifiers();

@@ -24,7 +24,8 @@ void sort_labels(std::vector<std::string>& labels) {
 
 }  // namespace
 
-nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus, const Thresholds& thresholds,
+nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus,
+                                       const ProbeSummary& probes, const Thresholds& thresholds,
                                const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
                                const RunSummary& run, const std::vector<std::string>& warnings) {
   nlohmann::ordered_json document;
@@ -41,6 +42,14 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
                        {"tokenizer", model.tokenizer},
                        {"bos_token", model.bos_token.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(model.bos_token)},
                        {"max_length", model.max_length}};
+  if (model.repeat_loss.empty()) {
+    document["model"]["repeat_loss"] = nullptr;
+    document["model"]["repeat_loss_note"] = "unavailable: " + model.repeat_loss_note;
+  } else {
+    nlohmann::ordered_json losses = nlohmann::ordered_json::array();
+    for (double loss : model.repeat_loss) losses.push_back(std::round(loss * 1e4) / 1e4);
+    document["model"]["repeat_loss"] = std::move(losses);
+  }
   document["corpus"] = {{"path", corpus.path},
                         {"format", corpus.format},
                         {"lines", corpus.lines},
@@ -48,7 +57,13 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
                         {"sequences", corpus.sequences},
                         {"tokens", corpus.tokens},
                         {"lines_with_invalid_utf8", corpus.lines_with_invalid_utf8},
-                        {"truncated", corpus.truncated}};
+                        {"truncated", corpus.truncated},
+                        {"idf", {{"source", corpus.idf_source}, {"documents", corpus.idf_documents}}}};
+  document["probes"] = {{"count", probes.count},
+                        {"repeats", probes.repeats},
+                        {"repeat_lengths", probes.repeat_lengths},
+                        {"seed", probes.seed}};
+  if (!probes.skipped_because.empty()) document["probes"]["skipped_because"] = probes.skipped_because;
   document["thresholds"] = thresholds;
 
   const int group_size = model.kv_heads > 0 ? std::max(1, model.heads / model.kv_heads) : 1;

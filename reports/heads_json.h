@@ -27,6 +27,16 @@ struct ModelSummary {
   std::string tokenizer;      // e.g. "WordLevel, 64 tokens (model.pt:tokenizer.json)"
   std::string bos_token;      // empty when sequences have no BOS
   std::int64_t max_length = 0;
+  std::vector<double> repeat_loss;  // mean loss of each probe repeat; empty when unavailable
+  std::string repeat_loss_note;     // why repeat_loss is unavailable
+};
+
+struct ProbeSummary {
+  int count = 0;
+  int repeats = 0;
+  std::vector<int> repeat_lengths;
+  std::uint64_t seed = 0;
+  std::string skipped_because;  // non-empty when no probes ran
 };
 
 struct CorpusSummary {
@@ -38,6 +48,8 @@ struct CorpusSummary {
   std::int64_t tokens = 0;
   std::int64_t lines_with_invalid_utf8 = 0;
   bool truncated = false;  // stopped at --max-sequences
+  std::string idf_source;  // "corpus" or the --idf file
+  std::int64_t idf_documents = 0;
 };
 
 struct RunSummary {
@@ -47,7 +59,8 @@ struct RunSummary {
   std::uint64_t seed = 0;
 };
 
-nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus, const Thresholds& thresholds,
+nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus,
+                                       const ProbeSummary& probes, const Thresholds& thresholds,
                                const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
                                const RunSummary& run, const std::vector<std::string>& warnings);
 

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -57,6 +58,7 @@ CommandResult run_headscan(const std::vector<std::string>& args) {
   TempDir capture;
   const fs::path out = capture / "stdout";
   const fs::path err = capture / "stderr";
+  std::fflush(nullptr);  // the child must not repeat the parent's buffered output
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {

@@ -1,8 +1,12 @@
 // Classifiers on hand-made attention tensors: masks for padding and BOS, merging of statistics,
 // labels and their order.
-#include <catch2/catch.hpp>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
+// LibTorch's glog defines CHECK as an abort; the tests mean Catch's.
+#undef CHECK
+#include <catch2/catch.hpp>
 
 #include "analyzer/errors.h"
 #include "heads/registry.h"
@@ -17,6 +21,9 @@ struct Batch {
   at::Tensor ids = torch::zeros({2, 5}, torch::kInt64);
   at::Tensor valid = torch::tensor({1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, torch::kBool).view({2, 5});
   at::Tensor special = torch::tensor({1, 0, 0, 0, 0, 1, 0, 0, 0, 0}, torch::kBool).view({2, 5});
+  // Each token of sequence 0 is rarer than the one before; -inf on BOS and padding.
+  const double inf = std::numeric_limits<double>::infinity();
+  at::Tensor idf = torch::tensor({-inf, 1.0, 2.0, 3.0, 4.0, -inf, 5.0, 1.0, -inf, -inf}).view({2, 5});
   at::Tensor attention = torch::zeros({2, 2, 5, 5});
 
   Batch() {
@@ -29,7 +36,7 @@ struct Batch {
     attention[1][0][3].fill_(0.2);  // padded queries of sequence 1
     attention[1][0][4].fill_(0.2);
   }
-  BatchContext context() const { return BatchContext{ids, valid, special, true, true, BatchSource::corpus}; }
+  BatchContext context() const { return BatchContext{ids, valid, special, idf, true, true, BatchSource::corpus, 0}; }
 };
 
 nlohmann::ordered_json finalize(const HeadClassifier& classifier, int layer, int head, std::vector<std::string>& labels) {
@@ -47,7 +54,7 @@ TEST_CASE("scores count real queries only", "[classifiers]") {
   auto classifiers = make_classifiers();
   for (auto& classifier : classifiers) {
     classifier->begin(ModelShape{1, 2});
-    classifier->observe(0, batch.attention, batch.context());
+    if (classifier->wants_corpus()) classifier->observe(0, batch.attention, batch.context());
   }
   std::vector<std::string> labels;
   nlohmann::ordered_json scores = nlohmann::ordered_json::object();
@@ -61,6 +68,8 @@ TEST_CASE("scores count real queries only", "[classifiers]") {
   CHECK(scores["mean_distance"].get<double>() == Approx(6.0 / 8));
   CHECK(scores["positional"]["offset"] == -1);
   CHECK(scores["positional"]["argmax_rate"].get<double>() == Approx(1.0));
+  // Only queries 3 and 4 of sequence 0 see 3 content keys; each attends a token less rare than itself.
+  CHECK(scores["rare_word"].get<double>() == Approx(0.0));
   CHECK((labels == std::vector<std::string>{"previous-token", "positional"}));
 
   labels.clear();
@@ -84,9 +93,9 @@ TEST_CASE("statistics of two halves merge into those of the whole", "[classifier
     for (auto* classifier : {whole.get(), part_a.get(), part_b.get()}) classifier->begin(ModelShape{1, 2});
     whole->observe(0, batch.attention, batch.context());
     const BatchContext context_a{batch.ids.slice(0, 0, 1), batch.valid.slice(0, 0, 1), batch.special.slice(0, 0, 1),
-                                 true, true, BatchSource::corpus};
+                                 batch.idf.slice(0, 0, 1), true, true, BatchSource::corpus, 0};
     const BatchContext context_b{batch.ids.slice(0, 1, 2), batch.valid.slice(0, 1, 2), batch.special.slice(0, 1, 2),
-                                 true, true, BatchSource::corpus};
+                                 batch.idf.slice(0, 1, 2), true, true, BatchSource::corpus, 0};
     part_a->observe(0, first_half, context_a);
     part_b->observe(0, second_half, context_b);
     part_a->merge(part_b->save());

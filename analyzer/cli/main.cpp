@@ -150,6 +150,12 @@ int main(int argc, char** argv) {
   app.add_option("--threshold", thresholds,
                  "change a label threshold, NAME=VALUE (e.g. previous_token=0.6); repeatable")
       ->type_name("NAME=VALUE");
+  app.add_option("--idf", options.idf_path,
+                 "document frequencies of a reference corpus for rare-word heads (format: idf.txt of a report)");
+  bool no_html = false;
+  bool no_plots = false;
+  app.add_flag("--no-html", no_html, "write no HTML pages");
+  app.add_flag("--no-plots", no_plots, "write no PNG plots");
   app.add_flag("-q,--quiet", quiet, "no progress or summary output");
 
   try {
@@ -166,6 +172,8 @@ int main(int argc, char** argv) {
   try {
     options.thresholds = parse_thresholds(thresholds);
     options.progress = !quiet;
+    options.html = !no_html;
+    options.plots = !no_plots;
     const headscan::AnalysisSummary summary = headscan::run_analysis(options);
     for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
     if (!quiet) print_summary(summary);

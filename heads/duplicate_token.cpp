@@ -1,0 +1,27 @@
+// duplicate_token: on the probe sequences, the attention of each query in repeats 2..4 to the
+// earlier occurrences of its own token, sum_s A[i, s] (TransformerLens' duplicate-token heads).
+// Labelled on causal models only.
+#include "heads/registry.h"
+#include "heads/repeats.h"
+
+namespace headscan {
+namespace {
+
+class DuplicateTokenClassifier : public TargetAttentionClassifier {
+ public:
+  DuplicateTokenClassifier()
+      : TargetAttentionClassifier("duplicate_token",
+                                  ScoreLabel{"duplicate-token", 0.4, /*strict=*/false, /*causal_only=*/true},
+                                  BatchSource::probe) {}
+
+ protected:
+  at::Tensor targets(const BatchContext& context) const override { return earlier_occurrences(context); }
+};
+
+}  // namespace
+
+std::unique_ptr<HeadClassifier> make_duplicate_token_classifier() {
+  return std::make_unique<DuplicateTokenClassifier>();
+}
+
+}  // namespace headscan

@@ -1,0 +1,26 @@
+// induction: on probe sequences BOS + R R R R, the attention of each query in repeats 2..4 to
+// the token right after each earlier occurrence of its token, sum_s A[i, s+1] (prefix matching,
+// Olsson et al. 2022; Bansal et al. 2023). Labelled on causal models only.
+#include "heads/registry.h"
+#include "heads/repeats.h"
+
+namespace headscan {
+namespace {
+
+class InductionClassifier : public TargetAttentionClassifier {
+ public:
+  InductionClassifier()
+      : TargetAttentionClassifier("induction", ScoreLabel{"induction", 0.4, /*strict=*/false, /*causal_only=*/true},
+                                  BatchSource::probe) {}
+
+ protected:
+  at::Tensor targets(const BatchContext& context) const override {
+    return induction_targets(earlier_occurrences(context));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HeadClassifier> make_induction_classifier() { return std::make_unique<InductionClassifier>(); }
+
+}  // namespace headscan

@@ -1,0 +1,25 @@
+// induction_text: the induction measure on the corpus itself. Over queries whose token occurred
+// earlier at s < i - 1, the mean of sum_s A[i, s+1]. Reported, not labelled.
+#include "heads/registry.h"
+#include "heads/repeats.h"
+
+namespace headscan {
+namespace {
+
+class InductionTextClassifier : public TargetAttentionClassifier {
+ public:
+  InductionTextClassifier() : TargetAttentionClassifier("induction_text", std::nullopt, BatchSource::corpus) {}
+
+ protected:
+  at::Tensor targets(const BatchContext& context) const override {
+    return induction_targets(earlier_occurrences(context));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HeadClassifier> make_induction_text_classifier() {
+  return std::make_unique<InductionTextClassifier>();
+}
+
+}  // namespace headscan
