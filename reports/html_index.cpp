@@ -116,8 +116,9 @@ std::string layers_section(const ReportData& data, const ReportContents& content
   const std::vector<std::string> present = labels_present(data);
   std::string html = "<section id=\"layers\"><h2>Labels per layer</h2><p class=\"note\">Heads of each layer that carry "
                      "a label (a head may carry several); mean distance and entropy over the layer's heads.</p>";
-  html += "<div class=\"table-wrap\" style=\"max-height:none\"><table class=\"data\"><thead><tr><th>layer</th>";
-  for (const auto& label : present) html += "<th>" + label_badge(label) + "</th>";
+  html += "<div class=\"table-wrap\" style=\"max-height:none;width:max-content;max-width:100%\"><table class=\"data compact\">"
+          "<thead><tr><th>layer</th>";
+  for (const auto& label : present) html += "<th class=\"count\">" + label_badge(label) + "</th>";
   html += "<th>mean distance</th><th>mean entropy</th></tr></thead><tbody>";
   for (int layer = 0; layer < data.layers; ++layer) {
     html += fmt::format("<tr><td>{}</td>", layer);

@@ -58,7 +58,8 @@ table.data { border-collapse: collapse; font-size: 12.5px; width: max-content; m
 table.data th, table.data td { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: left; white-space: nowrap; }
 table.data thead th { position: sticky; top: 0; background: #f1f2f4; z-index: 1; }
 table.data td.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.data td.count { text-align: center; font-variant-numeric: tabular-nums; }
+table.data td.count, table.data th.count { text-align: center; font-variant-numeric: tabular-nums; }
+table.data.compact { min-width: 0; }
 table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th[aria-sort="ascending"]::after { content: " ▲"; font-size: 10px; }
 table.sortable th[aria-sort="descending"]::after { content: " ▼"; font-size: 10px; }
