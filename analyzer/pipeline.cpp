@@ -86,14 +86,11 @@ void Analysis::load_model_and_tokenizer() {
   model_ = InstrumentedModel::load(options_.model_path);
   const ModelMetadata& metadata = model_->metadata();
   tokenizer_ = choose_tokenizer(options_, *model_, model_summary_.tokenizer);
-  if (!metadata.bos_token.empty()) {
-    sequence_shape_.bos_id = tokenizer_->token_to_id(metadata.bos_token);
-    if (!sequence_shape_.bos_id) {
-      throw InputError(fmt::format("{}:headscan.json: bos_token \"{}\" is not in the tokenizer's vocabulary ({}); "
-                                   "fix bos_token or use the model's own tokenizer",
-                                   model_->path(), metadata.bos_token, model_summary_.tokenizer));
-    }
-    pad_id_ = *sequence_shape_.bos_id;
+  // The same BOS as `headscan tokenize` shows: headscan.json's, else the tokenizer template's.
+  if (const auto bos = choose_bos(*tokenizer_, metadata.bos_token, model_->path() + ":headscan.json")) {
+    sequence_shape_.bos_id = bos->id;
+    model_summary_.bos_token = bos->token;
+    pad_id_ = bos->id;
   }
   sequence_shape_.max_length = options_.max_length > 0 ? options_.max_length
                                : metadata.max_length  ? *metadata.max_length
@@ -242,7 +239,6 @@ nlohmann::ordered_json Analysis::finish(const Thresholds& thresholds, const Corp
   model_summary_.causal_source = metadata.causal ? "metadata" : "detected";
   model_summary_.capture = model_->capture_method();
   model_summary_.forward = model_->forward_schema();
-  model_summary_.bos_token = metadata.bos_token;
   model_summary_.max_length = sequence_shape_.max_length;
   if (model_summary_.kv_heads <= 0 || shape_.heads % model_summary_.kv_heads != 0) {
     throw InputError(fmt::format("{}:headscan.json: n_kv_heads {} does not divide the {} query heads found",
