@@ -270,7 +270,7 @@ TEST_CASE("markup in the corpus and the model stays text", "[reports]") {
   CHECK(examples.find("\\u003cscript\\u003ealert(1)\\u003c/script\\u003e") != std::string::npos);
 }
 
-TEST_CASE("--no-html and --no-plots", "[reports]") {
+TEST_CASE("reports without HTML or without plots (--no-html, --no-plots)", "[reports]") {
   const Fixture fixture(1, 2, FixtureText::plain, 2, 8);
   SECTION("plots only") {
     TempDir directory("plots-only");
