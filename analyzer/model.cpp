@@ -6,12 +6,12 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
 
 #include "analyzer/capture.h"
+#include "analyzer/model_archive.h"
 #include "analyzer/errors.h"
 
 namespace headscan {
@@ -63,36 +63,6 @@ std::string python_signature(const c10::FunctionSchema& schema) {
   const std::string result =
       returns.size() == 1 ? returns.front() : fmt::format("Tuple[{}]", fmt::join(returns, ", "));
   return fmt::format("{}({}) -> {}", schema.name(), fmt::join(arguments, ", "), result);
-}
-
-ModelMetadata parse_metadata(const std::string& text, const std::string& origin) {
-  ModelMetadata metadata;
-  if (text.empty()) return metadata;
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: expected a JSON object with name, bos_token, max_length, causal, "
-                                 "n_kv_heads, found invalid JSON ({}); fix the file inside the archive",
-                                 origin, e.what()));
-  }
-  try {
-    if (!doc.is_object()) throw std::runtime_error("not an object");
-    if (auto it = doc.find("name"); it != doc.end() && !it->is_null()) metadata.name = it->get<std::string>();
-    if (auto it = doc.find("bos_token"); it != doc.end() && !it->is_null()) metadata.bos_token = it->get<std::string>();
-    if (auto it = doc.find("max_length"); it != doc.end() && !it->is_null()) metadata.max_length = it->get<std::int64_t>();
-    if (auto it = doc.find("causal"); it != doc.end() && !it->is_null()) metadata.causal = it->get<bool>();
-    if (auto it = doc.find("n_kv_heads"); it != doc.end() && !it->is_null()) metadata.n_kv_heads = it->get<int>();
-  } catch (const std::exception& e) {
-    throw InputError(fmt::format("{}: expected {{\"name\": string, \"bos_token\": string, \"max_length\": "
-                                 "integer, \"causal\": bool, \"n_kv_heads\": integer}}, found {} ({}); "
-                                 "fix the file inside the archive",
-                                 origin, doc.dump(), e.what()));
-  }
-  if (metadata.max_length && *metadata.max_length < 2) {
-    throw InputError(fmt::format("{}: max_length must be at least 2, found {}", origin, *metadata.max_length));
-  }
-  return metadata;
 }
 
 // forward(self, input_ids[, attention_mask]): anything else cannot be driven by token ids.
@@ -182,7 +152,7 @@ std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& pa
   impl->module = load_module(path, extra);
   impl->module.eval();
   impl->tokenizer_json = extra["tokenizer.json"];
-  impl->metadata = parse_metadata(extra["headscan.json"], path + ":headscan.json");
+  impl->metadata = parse_model_metadata(extra["headscan.json"], path + ":headscan.json");
   if (!impl->module.find_method("forward")) {
     throw InputError(fmt::format("{}: the TorchScript module has no forward method; export the "
                                  "model itself, not a module without forward", path));
