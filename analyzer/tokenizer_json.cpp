@@ -74,6 +74,24 @@ void throw_bad_field(const std::string& origin, const std::string& where, const 
                    kWhatToDo);
 }
 
+std::unordered_map<std::string, std::int64_t> read_vocab(const nlohmann::json& model, const std::string& origin,
+                                                         const std::string& entries) {
+  const auto field = model.find("vocab");
+  if (field == model.end() || !field->is_object()) {
+    throw_bad_field(origin, "model.vocab", "an object mapping each " + entries + " to its id",
+                    field == model.end() ? nullptr : &*field);
+  }
+  std::unordered_map<std::string, std::int64_t> vocab;
+  vocab.reserve(field->size());
+  for (const auto& [piece, id] : field->items()) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0) {
+      throw_bad_field(origin, "model.vocab[\"" + piece + "\"]", "a non-negative integer id", &id);
+    }
+    vocab.emplace(piece, id.get<std::int64_t>());
+  }
+  return vocab;
+}
+
 std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view json_text, const std::string& origin) {
   nlohmann::json spec;
   try {

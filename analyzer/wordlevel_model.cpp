@@ -30,19 +30,7 @@ WordLevelModel::WordLevelModel(std::unordered_map<std::string, std::int64_t> voc
 }
 
 std::unique_ptr<WordLevelModel> WordLevelModel::from_json(const nlohmann::json& spec, const std::string& origin) {
-  const auto vocab_field = spec.find("vocab");
-  if (vocab_field == spec.end() || !vocab_field->is_object()) {
-    throw_bad_field(origin, "model.vocab", "an object mapping each word to its id",
-                    vocab_field == spec.end() ? nullptr : &*vocab_field);
-  }
-  std::unordered_map<std::string, std::int64_t> vocab;
-  vocab.reserve(vocab_field->size());
-  for (const auto& [piece, id] : vocab_field->items()) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0) {
-      throw_bad_field(origin, "model.vocab[\"" + piece + "\"]", "a non-negative integer id", &id);
-    }
-    vocab.emplace(piece, id.get<std::int64_t>());
-  }
+  std::unordered_map<std::string, std::int64_t> vocab = read_vocab(spec, origin, "word");
 
   std::optional<std::string> unk_token;
   const auto unk_field = spec.find("unk_token");

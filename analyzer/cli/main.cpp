@@ -59,6 +59,20 @@ void print_summary(const headscan::AnalysisSummary& summary) {
   fmt::print("report: {}/heads.json\n", summary.output_dir);
 }
 
+// Runs a command body, mapping its errors to exit codes: InputError → 2, anything else → 1.
+template <typename Body>
+int run_with_exit_codes(Body&& body) {
+  try {
+    return body();
+  } catch (const headscan::InputError& e) {
+    fmt::print(stderr, "headscan: error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "headscan: failed: {}\n", e.what());
+    return kExitFailure;
+  }
+}
+
 // `headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE]`: parsed on its own, before the analysis
 // options (whose positionals model and corpus are required). argv[0] is "tokenize".
 int run_tokenize_command(int argc, char** argv) {
@@ -99,7 +113,7 @@ int run_tokenize_command(int argc, char** argv) {
     return kExitBadInput;
   }
 
-  try {
+  return run_with_exit_codes([&] {
     const headscan::TokenizeSummary summary = headscan::run_tokenize(options, std::cin, std::cout);
     std::cout.flush();
     for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
@@ -108,13 +122,7 @@ int run_tokenize_command(int argc, char** argv) {
                  summary.bos, summary.max_length, summary.documents, summary.windows, summary.tokens);
     }
     return 0;
-  } catch (const headscan::InputError& e) {
-    fmt::print(stderr, "headscan: error: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "headscan: failed: {}\n", e.what());
-    return kExitFailure;
-  }
+  });
 }
 
 }  // namespace
@@ -169,7 +177,7 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
 
-  try {
+  return run_with_exit_codes([&] {
     options.thresholds = parse_thresholds(thresholds);
     options.progress = !quiet;
     options.html = !no_html;
@@ -178,11 +186,5 @@ int main(int argc, char** argv) {
     for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
     if (!quiet) print_summary(summary);
     return 0;
-  } catch (const headscan::InputError& e) {
-    fmt::print(stderr, "headscan: error: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "headscan: failed: {}\n", e.what());
-    return kExitFailure;
-  }
+  });
 }
