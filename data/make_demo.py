@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Train headscan's bundled demo model: a two-layer attention-only causal transformer that learns
+to copy repeated spans, and so develops a previous-token head in layer 0 and induction heads in
+layer 1 (Olsson et al. 2022, "In-context Learning and Induction Heads").
+
+Run with Debian's Python (python3-torch 1.13):   /usr/bin/python3 data/make_demo.py
+
+Writes, next to this script:
+  demo.pt          TorchScript (scripted) model; tokenizer.json (WordLevel) and headscan.json embedded
+  demo_corpus.txt  300 lines of the same kind of text as the training data, for the quick start
+
+Training data: each line is a short random prefix followed by one random span of 6-24 words
+repeated until the line is full, over a vocabulary of 60 words. Copying the span from context is
+the only way to predict beyond its first occurrence, which is what induction heads do. Seeded,
+one thread: a run takes a few minutes on one CPU core and gives the same model every time.
+Python is needed only here, to train (autograd); headscan itself never runs Python.
+"""
+
+import json
+import math
+import os
+import random
+
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORDS = ["w%d" % i for i in range(60)]
+SPECIAL = ["<s>", "<unk>"]            # <s> is BOS
+VOCAB = len(SPECIAL) + len(WORDS)
+CONTEXT = 96
+D_MODEL = 64
+HEADS = 2
+LAYERS = 2
+STEPS = 4500
+BATCH = 32
+
+
+def sample_line(rng: random.Random) -> list:
+    """Word indices of one line: a random prefix, then a random span repeated to the line's end."""
+    length = rng.randint(40, CONTEXT - 1)
+    span = [rng.randrange(len(WORDS)) for _ in range(rng.randint(6, 24))]
+    words = [rng.randrange(len(WORDS)) for _ in range(rng.randint(0, 10))]
+    while len(words) < length:
+        words += span
+    return words[:length]
+
+
+class Attention(nn.Module):
+    """Causal multi-head self-attention, with explicit softmax(QK^T / sqrt(d)) as headscan needs."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(D_MODEL, 3 * D_MODEL)
+        self.out = nn.Linear(D_MODEL, D_MODEL)
+        self.d_model = D_MODEL
+        self.heads = HEADS
+        self.register_buffer("mask", torch.tril(torch.ones(CONTEXT, CONTEXT)).view(1, 1, CONTEXT, CONTEXT))
+
+    def forward(self, x):
+        batch, length, _ = x.shape
+        head_dim = self.d_model // self.heads
+        q, k, v = self.qkv(x).split(self.d_model, dim=2)
+        q = q.view(batch, length, self.heads, head_dim).transpose(1, 2)
+        k = k.view(batch, length, self.heads, head_dim).transpose(1, 2)
+        v = v.view(batch, length, self.heads, head_dim).transpose(1, 2)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)
+        scores = scores.masked_fill(self.mask[:, :, :length, :length] == 0, float("-inf"))
+        attention = torch.softmax(scores, dim=-1)  # [B, H, T, T]
+        return self.out((attention @ v).transpose(1, 2).reshape(batch, length, self.d_model))
+
+
+class DemoModel(nn.Module):
+    """Token and position embeddings, attention-only residual blocks, final LayerNorm, logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens = nn.Embedding(VOCAB, D_MODEL)
+        self.positions = nn.Embedding(CONTEXT, D_MODEL)
+        self.layers = nn.ModuleList([Attention() for _ in range(LAYERS)])
+        self.norm = nn.LayerNorm(D_MODEL)
+        self.unembed = nn.Linear(D_MODEL, VOCAB)
+
+    def forward(self, input_ids):
+        positions = torch.arange(input_ids.size(1), device=input_ids.device)
+        x = self.tokens(input_ids) + self.positions(positions)
+        for layer in self.layers:
+            x = x + layer(x)
+        return self.unembed(self.norm(x))
+
+
+def train(model: DemoModel) -> None:
+    rng = random.Random(1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    for step in range(STEPS):
+        lines = [[0] + [w + len(SPECIAL) for w in sample_line(rng)] for _ in range(BATCH)]
+        longest = max(len(line) for line in lines)
+        ids = torch.tensor([line + [0] * (longest - len(line)) for line in lines])
+        lengths = torch.tensor([len(line) for line in lines])
+        targets = ids[:, 1:].clone()
+        targets[torch.arange(longest - 1)[None, :] >= (lengths[:, None] - 1)] = -100  # padding
+        logits = model(ids[:, :-1])
+        loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1), ignore_index=-100)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 250 == 0 or step == STEPS - 1:
+            print(f"step {step:5d}  loss {loss.item():.3f}", flush=True)
+
+
+def tokenizer_json() -> str:
+    added = [{"id": i, "content": token, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, token in enumerate(SPECIAL)]
+    vocab = {token: i for i, token in enumerate(SPECIAL)}
+    vocab.update({word: i + len(SPECIAL) for i, word in enumerate(WORDS)})
+    return json.dumps({"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+                       "normalizer": None, "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": None,
+                       "decoder": None, "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}})
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = DemoModel()
+    train(model)
+    model.eval()
+    metadata = {"name": "headscan-demo-2l", "bos_token": "<s>", "max_length": CONTEXT, "causal": True}
+    torch.jit.save(torch.jit.script(model), os.path.join(HERE, "demo.pt"),
+                   _extra_files={"tokenizer.json": tokenizer_json(), "headscan.json": json.dumps(metadata)})
+    rng = random.Random(7)
+    with open(os.path.join(HERE, "demo_corpus.txt"), "w") as corpus:
+        for _ in range(300):
+            corpus.write(" ".join(WORDS[w] for w in sample_line(rng)) + "\n")
+
+
+if __name__ == "__main__":
+    main()
