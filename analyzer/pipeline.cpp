@@ -9,7 +9,7 @@
 
 #include "analyzer/analysis.h"
 #include "analyzer/batch_tensors.h"
-#include "analyzer/corpus.h"
+#include "analyzer/documents.h"
 #include "analyzer/document_frequencies.h"
 #include "analyzer/errors.h"
 #include "analyzer/examples.h"
@@ -19,6 +19,7 @@
 #include "analyzer/probes.h"
 #include "analyzer/progress.h"
 #include "analyzer/sequences.h"
+#include "analyzer/word_alignment.h"
 #include "heads/registry.h"
 #include "reports/heads_json.h"
 #include "reports/report_writer.h"
@@ -27,6 +28,8 @@ namespace headscan {
 namespace {
 
 constexpr std::int64_t kDefaultMaxLength = 512;
+// Fewer parsed sentences than this give too few arcs for most relations to reach their support.
+constexpr std::int64_t kFewParsedSentences = 50;
 
 std::unique_ptr<Tokenizer> choose_tokenizer(const AnalysisOptions& options, const InstrumentedModel& model,
                                             std::string& description) {
@@ -57,13 +60,15 @@ class Analysis {
  private:
   void load_model_and_tokenizer();
   // Reads documents until one yields a sequence; false at the end of the corpus.
-  bool read_document(CorpusReader& reader, std::vector<Sequence>& sequences, DocumentFrequencies* frequencies);
+  bool read_document(DocumentReader& reader, std::vector<Sequence>& sequences, DocumentFrequencies* frequencies);
   DocumentFrequencies count_document_frequencies();
-  void corpus_pass(CorpusReader& reader, std::vector<Sequence> first_sequences);
+  void corpus_pass(DocumentReader& reader, std::vector<Sequence> first_sequences);
   void probe_pass();
   // Runs one batch and hands every layer's attention to the classifiers of its source.
   ForwardOutput analyse(const std::vector<Sequence>& batch, BatchSource source, std::int64_t batch_index);
-  nlohmann::ordered_json finish(const Thresholds& thresholds, const CorpusReader& reader, double seconds);
+  nlohmann::ordered_json finish(const Thresholds& thresholds, const DocumentReader& reader, double seconds);
+  // Syntactic labels need parses: say so when few or none were had.
+  void warn_about_parses(const DocumentCounts& counts, const Thresholds& thresholds);
 
   const AnalysisOptions& options_;
   OutputDirectory output_;
@@ -102,13 +107,17 @@ void Analysis::load_model_and_tokenizer() {
   }
 }
 
-bool Analysis::read_document(CorpusReader& reader, std::vector<Sequence>& sequences,
+bool Analysis::read_document(DocumentReader& reader, std::vector<Sequence>& sequences,
                              DocumentFrequencies* frequencies) {
-  CorpusLine line;
-  while (reader.next(line)) {
-    const std::vector<Token> tokens = tokenizer_->encode(line.text);
-    sequences = make_sequences(tokens, *tokenizer_, sequence_shape_, line.line_number);
+  Document document;
+  while (reader.next(document)) {
+    const std::vector<Token> tokens = tokenizer_->encode(document.text);
+    sequences = make_sequences(tokens, *tokenizer_, sequence_shape_, document.line_number);
     if (sequences.empty()) continue;
+    if (document.parse) {
+      const std::vector<int> token_word = align_tokens_to_words(tokens, document.text, *document.parse, *tokenizer_);
+      attach_words(sequences, token_word, *document.parse, sequence_shape_);
+    }
     if (frequencies != nullptr) frequencies->add_document(tokens, *tokenizer_);
     return true;
   }
@@ -123,7 +132,7 @@ DocumentFrequencies Analysis::count_document_frequencies() {
   }
   corpus_summary_.idf_source = "corpus";
   DocumentFrequencies frequencies(tokenizer_->vocab_size());
-  CorpusReader reader(options_.corpus_path);
+  DocumentReader reader(options_.corpus_path, "none");
   std::vector<Sequence> sequences;
   std::int64_t counted = 0;
   while ((options_.max_sequences == 0 || counted < options_.max_sequences) &&
@@ -135,8 +144,15 @@ DocumentFrequencies Analysis::count_document_frequencies() {
 
 ForwardOutput Analysis::analyse(const std::vector<Sequence>& batch, BatchSource source, std::int64_t batch_index) {
   const BatchTensors tensors = to_tensors(batch, pad_id_, idf_table_);
+  std::vector<const SequenceWords*> words;
+  bool any_words = false;
+  for (const Sequence& sequence : batch) {
+    words.push_back(sequence.words.get());
+    any_words = any_words || sequence.words != nullptr;
+  }
   const BatchContext context{tensors.ids, tensors.valid, tensors.special, tensors.idf, shape_.causal,
-                             sequence_shape_.bos_id.has_value(), source, batch_index};
+                             sequence_shape_.bos_id.has_value(), source, batch_index,
+                             any_words ? &words : nullptr};
   ForwardOutput output = model_->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention) {
     if (layer >= shape_.layers || attention.size(1) != shape_.heads) {
       throw std::runtime_error(fmt::format(
@@ -156,7 +172,7 @@ ForwardOutput Analysis::analyse(const std::vector<Sequence>& batch, BatchSource 
   return output;
 }
 
-void Analysis::corpus_pass(CorpusReader& reader, std::vector<Sequence> sequences) {
+void Analysis::corpus_pass(DocumentReader& reader, std::vector<Sequence> sequences) {
   // Causal models are padded too: no real query sees the padding after it.
   const auto batch_size = static_cast<std::size_t>(options_.batch_size);
   Batcher batcher(batch_size, model_->takes_attention_mask() || shape_.causal, batch_size * 32);
@@ -172,7 +188,7 @@ void Analysis::corpus_pass(CorpusReader& reader, std::vector<Sequence> sequences
       } catch (...) {
         rethrow_with_context(fmt::format("{} (corpus line {}): ", model_->path(), batch.front().line_number));
       }
-      progress.update(by_sequences ? corpus_summary_.sequences : reader.bytes_read(), corpus_summary_.tokens);
+      progress.update(by_sequences ? corpus_summary_.sequences : reader.counts().bytes_read, corpus_summary_.tokens);
     }
   };
   do {
@@ -228,7 +244,7 @@ void Analysis::probe_pass() {
   }
 }
 
-nlohmann::ordered_json Analysis::finish(const Thresholds& thresholds, const CorpusReader& reader, double seconds) {
+nlohmann::ordered_json Analysis::finish(const Thresholds& thresholds, const DocumentReader& reader, double seconds) {
   const ModelMetadata& metadata = model_->metadata();
   model_summary_.path = options_.model_path;
   model_summary_.name = metadata.name;
@@ -245,14 +261,19 @@ nlohmann::ordered_json Analysis::finish(const Thresholds& thresholds, const Corp
                                  model_->path(), model_summary_.kv_heads, shape_.heads));
   }
   corpus_summary_.path = options_.corpus_path;
-  corpus_summary_.lines = static_cast<std::int64_t>(reader.lines_read());
-  corpus_summary_.documents = static_cast<std::int64_t>(reader.documents_read());
-  corpus_summary_.lines_with_invalid_utf8 = static_cast<std::int64_t>(reader.lines_with_invalid_utf8());
-  if (reader.lines_with_invalid_utf8() > 0) {
+  const DocumentCounts& counts = reader.counts();
+  corpus_summary_.format = reader.format();
+  corpus_summary_.lines = static_cast<std::int64_t>(counts.lines_read);
+  corpus_summary_.documents = static_cast<std::int64_t>(counts.documents_read);
+  corpus_summary_.lines_with_invalid_utf8 = static_cast<std::int64_t>(counts.lines_with_invalid_utf8);
+  corpus_summary_.parser = reader.parser();
+  corpus_summary_.sentences = counts.sentences;
+  corpus_summary_.parsed_sentences = counts.parsed_sentences;
+  if (counts.lines_with_invalid_utf8 > 0) {
     warnings_.push_back(fmt::format("{}: {} line(s) had invalid UTF-8, replaced by U+FFFD ({} replacement(s))",
-                                    reader.path(), reader.lines_with_invalid_utf8(),
-                                    reader.invalid_utf8_replacements()));
+                                    reader.path(), counts.lines_with_invalid_utf8, counts.invalid_utf8_replacements));
   }
+  warn_about_parses(counts, thresholds);
   if (corpus_summary_.truncated) {
     warnings_.push_back(fmt::format("stopped after --max-sequences {}", options_.max_sequences));
   }
@@ -264,6 +285,19 @@ nlohmann::ordered_json Analysis::finish(const Thresholds& thresholds, const Corp
   return make_heads_json(model_summary_, corpus_summary_, probe_summary_, thresholds, classifiers_, run, warnings_);
 }
 
+void Analysis::warn_about_parses(const DocumentCounts& counts, const Thresholds& thresholds) {
+  if (corpus_summary_.parser == "none") {
+    warnings_.push_back("no dependency parses (--parser none), so no syntactic scores: give plain English text "
+                        "to parse with link-grammar, or a CoNLL-U corpus (.conllu)");
+  } else if (counts.parsed_sentences < kFewParsedSentences) {
+    warnings_.push_back(fmt::format(
+        "{} parsed {} of {} sentence(s): syntactic labels need parses (support of {} arcs per relation); "
+        "link-grammar parses English only, so for other languages give a CoNLL-U corpus (.conllu) from a parser "
+        "for that language",
+        corpus_summary_.parser, counts.parsed_sentences, counts.sentences, thresholds.at("syntactic_support")));
+  }
+}
+
 AnalysisSummary Analysis::run() {
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
@@ -273,12 +307,13 @@ AnalysisSummary Analysis::run() {
   classifiers_ = make_classifiers();
   const Thresholds thresholds = resolve_thresholds(classifiers_, options_.thresholds);
 
-  CorpusReader reader(options_.corpus_path);
+  DocumentReader reader(options_.corpus_path, options_.parser);
   std::vector<Sequence> sequences;
   if (!read_document(reader, sequences, nullptr)) {
-    throw InputError(fmt::format("{}: the corpus is empty: no line gives any token ({} lines read); give a "
-                                 "text file with one document per line",
-                                 reader.path(), reader.lines_read()));
+    throw InputError(fmt::format("{}: the corpus is empty: no {} gives any token ({} lines read); give a "
+                                 "text file with one document per line, or a CoNLL-U file ending in .conllu",
+                                 reader.path(), std::string(reader.format()) == "conllu" ? "sentence" : "line",
+                                 reader.counts().lines_read));
   }
   try {
     shape_ = detect_model_shape(*model_, sequences.front());

@@ -5,10 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "analyzer/tokenizer.h"
+#include "heads/sequence_words.h"
 
 namespace headscan {
 
@@ -17,6 +19,7 @@ struct Sequence {
   std::vector<std::uint8_t> special;  // 1 for BOS and the tokenizer's special tokens
   std::size_t line_number = 0;        // the corpus line it comes from
   std::size_t window = 0;             // 0 for the first window of a line
+  std::shared_ptr<const SequenceWords> words;  // words and dependency arcs; null without a parse
 };
 
 struct SequenceShape {

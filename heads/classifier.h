@@ -19,6 +19,8 @@ class Tensor;
 
 namespace headscan {
 
+struct SequenceWords;
+
 // Where a batch comes from: the user's corpus or headscan's synthetic probe sequences.
 enum class BatchSource { corpus, probe };
 
@@ -31,6 +33,9 @@ struct BatchContext {
   bool has_bos = true;          // position 0 of every sequence is BOS
   BatchSource source = BatchSource::corpus;
   std::int64_t batch_index = 0; // counts batches of one source, so per-batch work is done once
+  // Per sequence: its words and dependency arcs (heads/sequence_words.h), null entries for
+  // sequences without a parse; null when no sequence of the batch has one.
+  const std::vector<const SequenceWords*>* words = nullptr;
 };
 
 struct ModelShape {
@@ -60,6 +65,8 @@ class HeadClassifier {
   // Capabilities, asked rather than assumed.
   virtual bool wants_corpus() const { return true; }
   virtual bool wants_probes() const { return false; }
+  // Whether it needs dependency arcs (BatchContext::words); without parses it reports nothing.
+  virtual bool wants_parses() const { return false; }
 
   // Called once before the first observe().
   virtual void begin(const ModelShape& shape) = 0;

@@ -21,6 +21,7 @@ std::vector<std::unique_ptr<HeadClassifier>> make_classifiers() {
   classifiers.push_back(make_duplicate_token_classifier());
   classifiers.push_back(make_induction_text_classifier());
   classifiers.push_back(make_rare_word_classifier());
+  classifiers.push_back(make_syntactic_classifier());
   return classifiers;
 }
 

@@ -20,6 +20,7 @@ std::unique_ptr<HeadClassifier> make_induction_classifier();
 std::unique_ptr<HeadClassifier> make_duplicate_token_classifier();
 std::unique_ptr<HeadClassifier> make_induction_text_classifier();
 std::unique_ptr<HeadClassifier> make_rare_word_classifier();
+std::unique_ptr<HeadClassifier> make_syntactic_classifier();
 
 // Every classifier, in the order their scores appear in heads.json.
 std::vector<std::unique_ptr<HeadClassifier>> make_classifiers();

@@ -58,6 +58,9 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
                         {"tokens", corpus.tokens},
                         {"lines_with_invalid_utf8", corpus.lines_with_invalid_utf8},
                         {"truncated", corpus.truncated},
+                        {"parser", corpus.parser},
+                        {"sentences", corpus.sentences},
+                        {"parsed_sentences", corpus.parsed_sentences},
                         {"idf", {{"source", corpus.idf_source}, {"documents", corpus.idf_documents}}}};
   document["probes"] = {{"count", probes.count},
                         {"repeats", probes.repeats},

@@ -48,6 +48,9 @@ struct CorpusSummary {
   std::int64_t tokens = 0;
   std::int64_t lines_with_invalid_utf8 = 0;
   bool truncated = false;  // stopped at --max-sequences
+  std::string parser = "none";        // "link-grammar", "conllu" or "none"
+  std::int64_t sentences = 0;         // sentences the parser saw
+  std::int64_t parsed_sentences = 0;  // those with a dependency parse
   std::string idf_source;  // "corpus" or the --idf file
   std::int64_t idf_documents = 0;
 };

@@ -17,6 +17,8 @@ packages=(
   libsentencepiece-dev                      # SentencePiece .model tokenizers (exact spm_encode ids)
   libcairo2-dev                             # draws the PNG plots
   libpango1.0-dev                           # lays out plot text in any script
+  liblink-grammar-dev                       # parses plain English text for syntactic heads
+  link-grammar-dictionaries-en              # link-grammar's English dictionary
   fonts-dejavu-core                         # plot text: Latin, Greek, Cyrillic
   fonts-noto-cjk                            # plot text: Chinese, Japanese, Korean tokens
   fonts-noto-color-emoji                    # plot text: emoji tokens

@@ -139,7 +139,9 @@ int main(int argc, char** argv) {
   app.footer("Subcommand: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
              "the analysis uses (headscan tokenize --help).");
   app.add_option("model", options.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
-  app.add_option("corpus", options.corpus_path, "text corpus, one document per line")->required();
+  app.add_option("corpus", options.corpus_path,
+                 "text corpus, one document per line, or a CoNLL-U file (.conllu), one sentence per document")
+      ->required();
   app.add_option("-o,--output", options.output_dir, "report directory to create")->capture_default_str();
   app.add_flag("--force", options.force, "replace the output directory if it exists and is not empty");
   app.add_option("--tokenizer", options.tokenizer_path,
@@ -160,6 +162,10 @@ int main(int argc, char** argv) {
       ->type_name("NAME=VALUE");
   app.add_option("--idf", options.idf_path,
                  "document frequencies of a reference corpus for rare-word heads (format: idf.txt of a report)");
+  app.add_option("--parser", options.parser,
+                 "dependency parser for syntactic heads on plain text: link-grammar (English) or none; a .conllu "
+                 "corpus brings its own trees")
+      ->check(CLI::IsMember({"link-grammar", "none"}))->capture_default_str();
   bool no_html = false;
   bool no_plots = false;
   app.add_flag("--no-html", no_html, "write no HTML pages");

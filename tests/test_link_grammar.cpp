@@ -1,0 +1,188 @@
+// link-grammar parser: link-type table, sentence splitting, and parses of small English lines
+// with exact word spans and arcs (DESIGN.md, "Syntactic heads").
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analyzer/link_grammar_parser.h"
+
+namespace headscan {
+namespace {
+
+using Spans = std::vector<std::pair<std::size_t, std::size_t>>;
+
+// One entry per word: "text begin-end", then " relation->head" when it has an arc.
+std::vector<std::string> describe(std::string_view line, const ParsedSentence& parse) {
+  std::vector<std::string> described;
+  for (const ParsedWord& word : parse.words) {
+    std::string entry = std::string(line.substr(word.begin, word.end - word.begin)) + " " +
+                        std::to_string(word.begin) + "-" + std::to_string(word.end);
+    if (word.head >= 0) entry += " " + word.relation + "->" + std::to_string(word.head);
+    described.push_back(entry);
+  }
+  return described;
+}
+
+// Loading the dictionary takes a while; the test cases share one parser.
+LinkGrammarParser& parser() {
+  static LinkGrammarParser shared;
+  return shared;
+}
+
+void check_relation(std::string_view label, const std::string& relation, bool head_is_left) {
+  INFO("label " << label);
+  const std::optional<LinkRelation> found = relation_for_link(label);
+  REQUIRE(found.has_value());
+  CHECK(found->relation == relation);
+  CHECK(found->head_is_left == head_is_left);
+}
+
+}  // namespace
+
+TEST_CASE("[link-grammar] link types map to DESIGN.md's relations", "[link-grammar]") {
+  check_relation("Ss*s", "nsubj", false);
+  check_relation("Sp*i", "nsubj", false);
+  check_relation("Os", "obj", true);
+  check_relation("A", "amod", false);
+  check_relation("Ds**x", "det", false);
+  check_relation("AN", "compound", false);
+  check_relation("Em", "advmod", false);
+  check_relation("Js", "pobj", true);
+  check_relation("MVp", "obl", true);
+  SECTION("other subject types: SX has the verb on the right, SI and SXI on the left") {
+    check_relation("SX", "nsubj", false);
+    check_relation("SIs*x", "nsubj", true);
+    check_relation("SXI", "nsubj", true);
+  }
+  SECTION("the type must match exactly; other links give no arc") {
+    for (const std::string_view label : {"DD", "Xp", "Wd", "EA", "RW", "PHc", "AA", "OF", "MX", "Mp", "JT", "SJls",
+                                         "dWi", "", "s"}) {
+      INFO("label " << label);
+      CHECK_FALSE(relation_for_link(label).has_value());
+    }
+  }
+}
+
+TEST_CASE("[link-grammar] split_sentences", "[link-grammar]") {
+  SECTION("a paragraph: endings with closing quotes and brackets, runs of marks") {
+    const std::string line = "  He said \"Stop.\" She left (quickly.) \"Why?!\" he asked...  ";
+    CHECK(split_sentences(line) == Spans{{2, 17}, {18, 37}, {38, 45}, {46, 57}});
+  }
+  SECTION("no terminal punctuation: one sentence; a dot inside a number ends nothing") {
+    CHECK(split_sentences("  no ending here, 3.5 apples  ") == Spans{{2, 28}});
+  }
+  SECTION("abbreviations split (not recognised)") {
+    CHECK(split_sentences("Mr. Smith left.") == Spans{{0, 3}, {4, 15}});
+  }
+  SECTION("blank lines have no sentence") {
+    CHECK(split_sentences("").empty());
+    CHECK(split_sentences(" \t \r").empty());
+  }
+}
+
+TEST_CASE("[link-grammar] parse_line gives link-grammar's arcs with exact spans", "[link-grammar]") {
+  SECTION("one sentence") {
+    const std::string line = "the big red dog quickly chased a small cat.";
+    const LineParse result = parser().parse_line(line);
+    CHECK(result.sentences == 1);
+    CHECK(result.parsed == 1);
+    CHECK(describe(line, result.parse) == std::vector<std::string>{
+                                              "the 0-3 det->3",
+                                              "big 4-7 amod->3",
+                                              "red 8-11 amod->3",
+                                              "dog 12-15 nsubj->5",
+                                              "quickly 16-23 advmod->5",
+                                              "chased 24-30",
+                                              "a 31-32 det->8",
+                                              "small 33-38 amod->8",
+                                              "cat 39-42 obj->5",
+                                              ". 42-43",
+                                          });
+  }
+  SECTION("two sentences: spans relative to the line, heads index the line's words") {
+    const std::string line = "  The cat sat. It slept on the mat.  ";
+    const LineParse result = parser().parse_line(line);
+    CHECK(result.sentences == 2);
+    CHECK(result.parsed == 2);
+    CHECK(describe(line, result.parse) == std::vector<std::string>{
+                                              "The 2-5 det->1",
+                                              "cat 6-9 nsubj->2",
+                                              "sat 10-13",
+                                              ". 13-14",
+                                              "It 15-17 nsubj->5",
+                                              "slept 18-23",
+                                              "on 24-26 obl->5",
+                                              "the 27-30 det->8",
+                                              "mat 31-34 pobj->6",
+                                              ". 34-35",
+                                          });
+  }
+  SECTION("an inverted subject (SI) has its verb on the left") {
+    const std::string line = "Is the cat on the mat?";
+    CHECK(describe(line, parser().parse_line(line).parse) ==
+          std::vector<std::string>{"Is 0-2", "the 3-6 det->2", "cat 7-10 nsubj->0", "on 11-13", "the 14-17 det->5",
+                                   "mat 18-21 pobj->3", "? 21-22"});
+  }
+  SECTION("one head per word: the first mapped link wins") {
+    // Links in linkage order: Sp dogs-ran, Dmc many-dogs, OFd, Jd of-dogs (dropped), Dmc the-dogs.
+    const std::string line = "Many of the dogs ran.";
+    CHECK(describe(line, parser().parse_line(line).parse) ==
+          std::vector<std::string>{"Many 0-4 det->3", "of 5-7", "the 8-11 det->3", "dogs 12-16 nsubj->4", "ran 17-20",
+                                   ". 20-21"});
+  }
+}
+
+TEST_CASE("[link-grammar] sentences without a complete linkage give words but no arcs", "[link-grammar]") {
+  SECTION("German (no spell guessing into English)") {
+    const std::string line = "Der Hund läuft schnell.";
+    const LineParse result = parser().parse_line(line);
+    CHECK(result.sentences == 1);
+    CHECK(result.parsed == 0);
+    CHECK(describe(line, result.parse) ==
+          std::vector<std::string>{"Der 0-3", "Hund 4-8", "läuft 9-15", "schnell 16-23", ". 23-24"});
+  }
+  SECTION("word salad: leading and trailing punctuation are words of their own") {
+    const std::string line = "of the the \"cat, dog\".";
+    const LineParse result = parser().parse_line(line);
+    CHECK(result.sentences == 1);
+    CHECK(result.parsed == 0);
+    CHECK(describe(line, result.parse) == std::vector<std::string>{"of 0-2", "the 3-6", "the 7-10", "\" 11-12",
+                                                                   "cat 12-15", ", 15-16", "dog 17-20", "\" 20-21",
+                                                                   ". 21-22"});
+  }
+  SECTION("an unparsed sentence before a parsed one shifts its heads") {
+    const std::string line = "Der Hund läuft schnell. The cat sat.";
+    const LineParse result = parser().parse_line(line);
+    CHECK(result.sentences == 2);
+    CHECK(result.parsed == 1);
+    CHECK(describe(line, result.parse) ==
+          std::vector<std::string>{"Der 0-3", "Hund 4-8", "läuft 9-15", "schnell 16-23", ". 23-24", "The 25-28 det->6",
+                                   "cat 29-32 nsubj->7", "sat 33-36", ". 36-37"});
+  }
+  SECTION("sentences over 60 words are not tried") {
+    std::string sixty_words;  // 15 × "the dog ran" joined by "and", then ".": 60 words, parses
+    for (int clause = 0; clause < 15; ++clause) sixty_words += clause == 0 ? "the dog ran" : " and the dog ran";
+    const LineParse sixty = parser().parse_line(sixty_words + ".");
+    CHECK(sixty.parsed == 1);
+    CHECK(sixty.parse.words.size() == 60);
+    const LineParse sixty_one = parser().parse_line(sixty_words + " fast.");  // link-grammar parses it
+    CHECK(sixty_one.sentences == 1);
+    CHECK(sixty_one.parsed == 0);
+    CHECK(sixty_one.parse.words.size() == 61);
+    for (const ParsedWord& word : sixty_one.parse.words) CHECK(word.head == -1);
+  }
+  SECTION("empty and whitespace-only lines") {
+    for (const std::string_view line : {"", "   ", "\t\r\n"}) {
+      const LineParse result = parser().parse_line(line);
+      CHECK(result.sentences == 0);
+      CHECK(result.parsed == 0);
+      CHECK(result.parse.words.empty());
+    }
+  }
+}
+
+}  // namespace headscan
