@@ -1,5 +1,6 @@
 // heads/L{l}H{h}.html: one page per head with the evidence behind its labels.
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -72,11 +73,17 @@ std::string positional_evidence(const Json& value) {
       format_number(number("argmax_rate")));
 }
 
-std::string syntactic_table(const Json& table) {
+std::string syntactic_table(const Json& table, const std::map<std::string, double>& thresholds) {
+  const auto threshold = [&](const char* name, double fallback) {
+    const auto found = thresholds.find(name);
+    return found == thresholds.end() ? fallback : found->second;
+  };
   if (!table.is_object() || table.empty()) return "";
   std::string html = "<h3>Dependency relations</h3><p class=\"note\">Accuracy: share of arcs where the word attended most "
                      "is the relation's target; baseline: share at the most common word offset. A relation passes when "
-                     "accuracy ≥ baseline + threshold with at least 20 arcs.</p><div class=\"table-wrap\">"
+                     "accuracy ≥ baseline + " + format_number(threshold("syntactic", 0.1)) +
+                     " with at least " + format_number(threshold("syntactic_support", 20), 0) +
+                     " arcs (Clark et al. 2019).</p><div class=\"table-wrap\">"
                      "<table class=\"data sortable\"><thead><tr><th>relation</th><th>direction</th><th>accuracy</th>"
                      "<th>baseline</th><th>accuracy − baseline</th><th>baseline offset</th><th>support</th><th>passed</th>"
                      "</tr></thead><tbody>";
@@ -122,7 +129,7 @@ std::string scores_section(const ReportData& data, const HeadInfo& info) {
                         column ? rank_text(*column, index) : "", escape_html(score_meaning(name)));
     if (!value) continue;
     if (name == "positional") evidence += "<h3>Positional</h3>" + positional_evidence(*value);
-    if (name == "syntactic") evidence += syntactic_table(*value);
+    if (name == "syntactic") evidence += syntactic_table(*value, data.thresholds);
   }
   return html + "</tbody></table></div>" + evidence + "</section>\n";
 }

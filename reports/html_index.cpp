@@ -33,6 +33,21 @@ std::string object_table(const Json& object, const std::vector<std::pair<const c
   return html + "</table>";
 }
 
+// Syntactic labels exist only where sentences were parsed; say how many were.
+std::string parses_note(const Json& corpus) {
+  if (!corpus.is_object() || !corpus.contains("parser")) return "";
+  const std::string parser = corpus.value("parser", "none");
+  if (parser == "none") {
+    return "<p class=\"note\">Syntactic labels need dependency parses: none were made (<code>--parser none</code>). "
+           "Give plain English text (parsed by link-grammar) or a CoNLL-U corpus (<code>.conllu</code>).</p>";
+  }
+  return fmt::format("<p class=\"note\">Syntactic labels need dependency parses: {} of {} sentences have one ({}). "
+                     "link-grammar parses English only; for other languages give a CoNLL-U corpus from a parser for "
+                     "that language.</p>",
+                     json_value_html(corpus.value("parsed_sentences", Json(nullptr))),
+                     json_value_html(corpus.value("sentences", Json(nullptr))), escape_html(parser));
+}
+
 std::string summary_section(const Json& document, const ReportData& data) {
   const Json model = document.value("model", Json::object());
   const Json corpus = document.value("corpus", Json::object());
@@ -53,10 +68,11 @@ std::string summary_section(const Json& document, const ReportData& data) {
   html += "<div class=\"card\"><h3>Corpus</h3>" +
           object_table(corpus, {{"path", "file"}, {"format", "format"}, {"lines", "lines"}, {"documents", "documents"},
                                 {"sequences", "sequences"}, {"tokens", "tokens"}, {"parser", "parser"},
+                                {"sentences", "sentences seen by the parser"},
                                 {"parsed_sentences", "parsed sentences"},
                                 {"lines_with_invalid_utf8", "lines with invalid UTF-8"},
                                 {"truncated", "stopped early (--max-sequences)"}}) +
-          "</div>";
+          parses_note(corpus) + "</div>";
   html += "<div class=\"card\"><h3>Thresholds and run</h3>" +
           object_table(document.value("thresholds", Json::object()), {}) + "<h3>Run</h3>" +
           object_table(document.value("run", Json::object()), {{"seconds", "seconds"}, {"tokens_per_second", "tokens/s"}}) +

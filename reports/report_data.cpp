@@ -161,6 +161,12 @@ ReportData read_report_data(const Json& document) {
     data.heads = std::max(data.heads, entry.value("head", -1) + 1);
   }
   if (data.layers <= 0 || data.heads <= 0) throw std::runtime_error("heads.json lists no heads");
+  const Json thresholds = document.value("thresholds", Json::object());
+  if (thresholds.is_object()) {
+    for (const auto& [name, value] : thresholds.items()) {
+      if (value.is_number()) data.thresholds[name] = value.get<double>();
+    }
+  }
 
   data.head_list.resize(static_cast<std::size_t>(data.layers * data.heads));
   for (int layer = 0; layer < data.layers; ++layer) {
@@ -201,7 +207,6 @@ ReportData read_report_data(const Json& document) {
     if (std::find(ordered.begin(), ordered.end(), name) == ordered.end()) ordered.push_back(name);
   }
 
-  const Json thresholds = document.value("thresholds", Json::object());
   for (const auto& name : ordered) {
     ScoreColumn column;
     column.name = name;

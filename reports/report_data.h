@@ -3,6 +3,7 @@
 // (induction, syntactic, rare_word, …) may be absent or null: a score column exists only when some
 // head has a value for it, and a head without a value shows "—".
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +40,7 @@ struct ReportData {
   int heads = 0;
   std::vector<HeadInfo> head_list;  // layer-major: index layer * heads + head
   std::vector<ScoreColumn> scores;  // known scores in a fixed order, then unknown ones
+  std::map<std::string, double> thresholds;  // heads.json "thresholds"
 
   const HeadInfo& at(int layer, int head) const { return head_list[static_cast<std::size_t>(layer * heads + head)]; }
   const ScoreColumn* score(std::string_view name) const;

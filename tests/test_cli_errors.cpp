@@ -218,6 +218,22 @@ TEST_CASE("cli: a binary file as corpus is rejected", "[cli][errors]") {
                              Contains("binary data (NUL byte at offset 5)"));
 }
 
+TEST_CASE("cli: malformed CoNLL-U is reported with its line", "[cli][errors]") {
+  TempDir work;
+  const std::string good = "1\tw3\t_\t_\t_\t_\t2\tnsubj\t_\t_\n2\tw4\t_\t_\t_\t_\t0\troot\t_\t_\n\n";
+  SECTION("a HEAD beyond the sentence, in the second sentence") {
+    const std::string corpus =
+        work.write("corpus.conllu", good + "# sent_id = 2\n1\tw5\t_\t_\t_\t_\t3\tobj\t_\t_\n2\tw6\t_\t_\t_\t_\t0\troot\t_\t_\n");
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
+    CHECK_THAT(result.err, Contains(corpus + ":5:") && Contains("HEAD"));
+  }
+  SECTION("a line with too few columns") {
+    const std::string corpus = work.write("corpus.conllu", good + "1\tw5\t_\t_\n");
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
+    CHECK_THAT(result.err, Contains(corpus + ":4:") && Contains("10 tab-separated fields") && Contains("found 4"));
+  }
+}
+
 TEST_CASE("cli: an existing non-empty output directory is replaced only with --force", "[cli][errors]") {
   TempDir work;
   const std::string corpus = small_corpus(work);
@@ -322,6 +338,10 @@ TEST_CASE("cli: bad usage exits 2 with a message", "[cli][errors]") {
     const CommandResult result = run_expecting_input_error(work, {model, corpus, "--threads", "-1"});
     CHECK_THAT(result.err, Contains("--threads") && Contains("must be at least 0, found -1"));
   }
+  SECTION("--parser with an unknown parser") {
+    const CommandResult result = run_expecting_input_error(work, {model, corpus, "--parser", "spacy"});
+    CHECK_THAT(result.err, Contains("--parser") && Contains("spacy") && Contains("link-grammar"));
+  }
   SECTION("--max-length 1") {
     const CommandResult result = run_expecting_input_error(work, {model, corpus, "--max-length", "1"});
     CHECK_THAT(result.err, Contains("--max-length"));
@@ -333,7 +353,7 @@ TEST_CASE("cli: --help lists every option and --version prints the version", "[c
     const CommandResult result = run_headscan({"--help"});
     CHECK(result.exit_code == 0);
     for (const char* option : {"--output", "--force", "--tokenizer", "--threads", "--batch-size", "--max-length",
-                               "--max-sequences", "--seed", "--threshold", "--quiet", "--version"}) {
+                               "--max-sequences", "--seed", "--threshold", "--parser", "--quiet", "--version"}) {
       CHECK_THAT(result.out, Contains(option));
     }
   }
