@@ -21,6 +21,7 @@
 #include "analyzer/sequences.h"
 #include "analyzer/word_alignment.h"
 #include "heads/registry.h"
+#include "heads/row_summary.h"
 #include "reports/heads_json.h"
 #include "reports/report_writer.h"
 
@@ -150,9 +151,10 @@ ForwardOutput Analysis::analyse(const std::vector<Sequence>& batch, BatchSource 
     words.push_back(sequence.words.get());
     any_words = any_words || sequence.words != nullptr;
   }
+  RowSummaryCache rows;
   const BatchContext context{tensors.ids, tensors.valid, tensors.special, tensors.idf, shape_.causal,
                              sequence_shape_.bos_id.has_value(), source, batch_index,
-                             any_words ? &words : nullptr};
+                             any_words ? &words : nullptr, &rows};
   ForwardOutput output = model_->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention) {
     if (layer >= shape_.layers || attention.size(1) != shape_.heads) {
       throw std::runtime_error(fmt::format(

@@ -20,6 +20,7 @@ class Tensor;
 namespace headscan {
 
 struct SequenceWords;
+class RowSummaryCache;
 
 // Where a batch comes from: the user's corpus or headscan's synthetic probe sequences.
 enum class BatchSource { corpus, probe };
@@ -36,6 +37,9 @@ struct BatchContext {
   // Per sequence: its words and dependency arcs (heads/sequence_words.h), null entries for
   // sequences without a parse; null when no sequence of the batch has one.
   const std::vector<const SequenceWords*>* words = nullptr;
+  // Per-row statistics of the current layer shared by the classifiers (heads/row_summary.h);
+  // null: each classifier computes them itself.
+  RowSummaryCache* rows = nullptr;
 };
 
 struct ModelShape {

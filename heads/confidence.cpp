@@ -3,6 +3,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_summary.h"
 
 namespace headscan {
 namespace {
@@ -12,7 +13,8 @@ class ConfidenceClassifier : public MeanScoreClassifier {
   ConfidenceClassifier() : MeanScoreClassifier("confidence", std::nullopt) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    means_.add(layer, attention.amax(/*dim=*/-1), context.valid);
+    RowSummary local;
+    means_.add(layer, row_summary(layer, attention, context, local).max, context.valid);
   }
 };
 

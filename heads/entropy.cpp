@@ -4,6 +4,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_summary.h"
 
 namespace headscan {
 namespace {
@@ -20,7 +21,8 @@ class EntropyClassifier : public MeanScoreClassifier {
     } else {
       visible = context.valid.sum(/*dim=*/1, /*keepdim=*/true, attention.scalar_type()).expand({-1, length});
     }
-    const at::Tensor entropy = -torch::xlogy(attention, attention).sum(/*dim=*/-1);  // [B, H, T]
+    RowSummary local;
+    const at::Tensor& entropy = row_summary(layer, attention, context, local).entropy;  // [B, H, T]
     const at::Tensor normalizer = visible.clamp_min(2).log().unsqueeze(1);
     means_.add(layer, entropy / normalizer, context.valid & (visible >= 2));
   }

@@ -3,6 +3,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_summary.h"
 
 namespace headscan {
 namespace {
@@ -12,16 +13,9 @@ class MeanDistanceClassifier : public MeanScoreClassifier {
   MeanDistanceClassifier() : MeanScoreClassifier("mean_distance", std::nullopt) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    const std::int64_t length = attention.size(-1);
-    if (distances_.dim() != 2 || distances_.size(0) != length) {
-      const at::Tensor position = torch::arange(length, attention.options());
-      distances_ = (position.unsqueeze(1) - position.unsqueeze(0)).abs();  // [T, T]
-    }
-    means_.add(layer, (attention * distances_).sum(/*dim=*/-1), context.valid);
+    RowSummary local;
+    means_.add(layer, row_summary(layer, attention, context, local).distance, context.valid);
   }
-
- private:
-  at::Tensor distances_;  // |i - j| for the last sequence length seen
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "heads/head_means.h"
 #include "heads/registry.h"
+#include "heads/row_summary.h"
 
 namespace headscan {
 namespace {
@@ -28,7 +29,8 @@ class PositionalClassifier : public HeadClassifier {
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     const std::int64_t length = attention.size(-1);
-    const at::Tensor argmax = attention.argmax(/*dim=*/-1);  // [B, H, T]
+    RowSummary local;
+    const at::Tensor& argmax = row_summary(layer, attention, context, local).argmax;  // [B, H, T]
     for (size_t k = 0; k < kOffsets.size(); ++k) {
       const int d = kOffsets[k];
       if (length <= std::abs(d)) continue;

@@ -5,6 +5,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_summary.h"
 
 namespace headscan {
 namespace {
@@ -27,7 +28,8 @@ class RareWordClassifier : public MeanScoreClassifier {
       best_idf = std::get<0>(context.idf.max(/*dim=*/1, /*keepdim=*/true)).expand_as(context.idf);
       content_keys = content.sum(/*dim=*/1, /*keepdim=*/true).expand_as(content);
     }
-    const at::Tensor argmax = attention.argmax(/*dim=*/-1);  // [B, H, T]
+    RowSummary local;
+    const at::Tensor& argmax = row_summary(layer, attention, context, local).argmax;  // [B, H, T]
     const at::Tensor idf = context.idf.unsqueeze(1).expand({-1, attention.size(1), -1});
     const at::Tensor attended_idf = idf.gather(/*dim=*/2, argmax);
     const at::Tensor hit = (attended_idf == best_idf.unsqueeze(1)) & attended_idf.isfinite();

@@ -22,23 +22,41 @@ at::Tensor induction_targets(const at::Tensor& occurrences) {
   return targets;
 }
 
+// Targets are few per query (the earlier occurrences of its token), so their weights are
+// gathered by index rather than by multiplying the whole [B, H, T, T] attention with a mask.
 struct TargetAttentionClassifier::Cache {
   BatchSource source = BatchSource::corpus;
   std::int64_t batch_index = -1;
-  at::Tensor targets;  // [B, 1, T, T] float
+  std::int64_t heads = 0;
+  at::Tensor keys;     // [H, N] int64: flat index into attention [B*H*T*T] of each head's N targets
+  at::Tensor queries;  // [N] int64: b * T + i of each target's query
   at::Tensor counted;  // [B, T] bool
 };
 
 void TargetAttentionClassifier::observe(int layer, const at::Tensor& attention, const BatchContext& context) {
+  TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
+  const std::int64_t batch = attention.size(0);
+  const std::int64_t heads = attention.size(1);
+  const std::int64_t length = attention.size(2);
   if (!cache_) cache_ = std::make_shared<Cache>();
-  if (cache_->batch_index != context.batch_index || cache_->source != context.source) {
-    const at::Tensor batch_targets = targets(context);
+  if (cache_->batch_index != context.batch_index || cache_->source != context.source || cache_->heads != heads) {
+    const at::Tensor batch_targets = targets(context);  // [B, T, T]
+    const at::Tensor found = batch_targets.nonzero();   // [N, 3]: b, i, j
+    const at::Tensor b = found.select(1, 0);
+    const at::Tensor i = found.select(1, 1);
+    const at::Tensor j = found.select(1, 2);
+    const at::Tensor head = torch::arange(heads, torch::kInt64).unsqueeze(1);  // [H, 1]
+    cache_->keys = ((b.unsqueeze(0) * heads + head) * length + i.unsqueeze(0)) * length + j.unsqueeze(0);
+    cache_->queries = b * length + i;
+    cache_->counted = batch_targets.any(/*dim=*/-1);
     cache_->source = context.source;
     cache_->batch_index = context.batch_index;
-    cache_->targets = batch_targets.unsqueeze(1).to(attention.scalar_type());
-    cache_->counted = batch_targets.any(/*dim=*/-1);
+    cache_->heads = heads;
   }
-  means_.add(layer, (attention * cache_->targets).sum(/*dim=*/-1), cache_->counted);
+  const at::Tensor weights = attention.reshape({-1}).take(cache_->keys);  // [H, N]
+  const at::Tensor sums =
+      torch::zeros({heads, batch * length}, weights.options()).index_add_(/*dim=*/1, cache_->queries, weights);
+  means_.add(layer, sums.view({heads, batch, length}).permute({1, 0, 2}), cache_->counted);
 }
 
 }  // namespace headscan

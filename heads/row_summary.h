@@ -1,0 +1,40 @@
+#pragma once
+// What several classifiers need from every attention row, computed in one pass over the
+// attention: the entropy (entropy), the largest weight and its key (confidence, positional,
+// rare_word), and the mean distance (mean_distance). One pass instead of one per classifier is
+// most of the difference between headscan and a bare forward pass (bench/classifier_cost.cpp).
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+namespace headscan {
+
+struct BatchContext;
+
+struct RowSummary {
+  at::Tensor entropy;   // [B, H, T] float: -sum_j A log A, in nats
+  at::Tensor max;       // [B, H, T] float: max_j A
+  at::Tensor argmax;    // [B, H, T] int64: the first key holding max_j A
+  at::Tensor distance;  // [B, H, T] float: sum_j A |i - j|
+};
+
+// attention: [B, H, T, T]. In causal models keys j > i hold no weight and are skipped.
+RowSummary summarize_rows(const at::Tensor& attention, bool causal);
+
+// The summary of one layer's attention for one batch, computed once and shared by the classifiers
+// of that batch (BatchContext::rows). Without a cache every call computes it.
+class RowSummaryCache {
+ public:
+  const RowSummary& get(int layer, const at::Tensor& attention, bool causal);
+
+ private:
+  int layer_ = -1;
+  const void* data_ = nullptr;
+  RowSummary summary_;
+};
+
+const RowSummary& row_summary(int layer, const at::Tensor& attention, const BatchContext& context,
+                              RowSummary& local);
+
+}  // namespace headscan

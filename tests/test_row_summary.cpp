@@ -1,0 +1,60 @@
+// The one-pass row kernel against the same statistics written as plain tensor expressions.
+#include <limits>
+
+#include <torch/torch.h>
+// LibTorch's glog defines CHECK as an abort; the tests mean Catch's.
+#undef CHECK
+#include <catch2/catch.hpp>
+
+#include "heads/row_summary.h"
+
+using headscan::summarize_rows;
+
+namespace {
+
+at::Tensor random_attention(std::int64_t length, bool causal) {
+  torch::manual_seed(3);
+  at::Tensor scores = torch::randn({2, 3, length, length}) * 3;
+  if (causal) {
+    scores.masked_fill_(torch::ones({length, length}, torch::kBool).triu(1), -std::numeric_limits<float>::infinity());
+  }
+  return torch::softmax(scores, -1);
+}
+
+void check_against_reference(const at::Tensor& attention, bool causal) {
+  const auto summary = summarize_rows(attention, causal);
+  const std::int64_t length = attention.size(-1);
+  const at::Tensor position = torch::arange(length, torch::kFloat);
+  const at::Tensor distances = (position.unsqueeze(1) - position.unsqueeze(0)).abs();
+  CHECK(torch::allclose(summary.entropy, -torch::xlogy(attention, attention).sum(-1), 1e-5, 1e-6));
+  CHECK(torch::equal(summary.max, attention.amax(-1)));
+  CHECK(torch::equal(summary.argmax, attention.argmax(-1)));
+  CHECK(torch::allclose(summary.distance, (attention * distances).sum(-1), 1e-5, 1e-5));
+}
+
+}  // namespace
+
+TEST_CASE("row summary: entropy, max, argmax and distance equal their tensor definitions", "[row-summary]") {
+  for (const std::int64_t length : {1, 2, 7, 33, 200}) {
+    INFO("length " << length);
+    check_against_reference(random_attention(length, /*causal=*/false), false);
+    check_against_reference(random_attention(length, /*causal=*/true), true);
+  }
+}
+
+TEST_CASE("row summary: exact zeros, one-hot rows and ties", "[row-summary]") {
+  at::Tensor attention = torch::zeros({1, 1, 4, 4});
+  attention[0][0][0][0] = 1.0;                                     // one-hot: entropy 0
+  attention[0][0][1] = torch::tensor({0.5, 0.5, 0.0, 0.0});        // tie: first key
+  attention[0][0][2] = torch::tensor({0.25, 0.25, 0.25, 0.25});    // uniform (not causal)
+  attention[0][0][3] = torch::tensor({0.0, 1e-30, 0.0, 1.0 - 1e-30});  // a subnormal-scale weight
+  const auto summary = summarize_rows(attention, /*causal=*/false);
+  CHECK(summary.entropy[0][0][0].item<float>() == 0.0f);
+  CHECK(summary.entropy[0][0][1].item<float>() == Approx(std::log(2.0)).epsilon(1e-6));
+  CHECK(summary.entropy[0][0][2].item<float>() == Approx(std::log(4.0)).epsilon(1e-6));
+  CHECK(summary.entropy[0][0][3].item<float>() == Approx(0.0).margin(1e-27));
+  CHECK(summary.argmax[0][0][1].item<std::int64_t>() == 0);
+  CHECK(summary.argmax[0][0][2].item<std::int64_t>() == 0);
+  CHECK(summary.argmax[0][0][3].item<std::int64_t>() == 3);
+  CHECK(summary.distance[0][0][2].item<float>() == Approx((2 + 1 + 0 + 1) / 4.0));
+}
