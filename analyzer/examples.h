@@ -11,15 +11,25 @@
 
 namespace headscan {
 
-// Keeps the first ExampleSequence::kMaxExamples sequences offered, cut to kMaxExampleTokens.
+// Keeps the first ExampleSequence::kMaxExamples sequences offered, cut to kMaxExampleTokens, and
+// marks each chosen sequence with its index (Sequence::example).
 class ExampleChooser {
  public:
-  void offer(const Sequence& sequence);
+  void offer(Sequence& sequence);
   const std::vector<Sequence>& chosen() const { return chosen_; }
 
  private:
   std::vector<Sequence> chosen_;
 };
+
+// An example with its tokens and room for the attention of every layer and head (zeros).
+ExampleSequence make_example(const Sequence& sequence, const Tokenizer& tokenizer, const ModelShape& shape,
+                             const std::string& source);
+
+// Copies one layer's attention of the example's sequence into it. `attention` is [H, T', T'] for the
+// whole sequence (T' >= the example's length): in a causal model its top-left corner is exactly the
+// attention of the example's prefix, so examples are recorded in the corpus pass at no extra cost.
+void record_example_attention(ExampleSequence& example, int layer, const at::Tensor& attention);
 
 // Runs each sequence alone and keeps the attention of every layer and head. `source` names them
 // ("corpus line", "probe").

@@ -86,6 +86,12 @@ class Analysis {
   at::Tensor idf_table_;  // [V] float
   ProbeSet probes_;
   ExampleChooser examples_;
+  // Causal models: the examples' attention is recorded in the corpus and probe passes (the top-left
+  // corner of a sequence's attention is its prefix's); other models run the examples again.
+  bool record_examples_ = false;
+  std::vector<ExampleSequence> corpus_examples_;
+  std::vector<ExampleSequence> probe_examples_;
+  std::vector<Sequence> probe_example_sequences_;
 };
 
 void Analysis::load_model_and_tokenizer() {
@@ -166,6 +172,16 @@ ForwardOutput Analysis::analyse(const std::vector<Sequence>& batch, BatchSource 
       const bool wanted = source == BatchSource::corpus ? classifier->wants_corpus() : classifier->wants_probes();
       if (wanted) classifier->observe(layer, attention, context);
     }
+    if (record_examples_) {
+      auto& examples = source == BatchSource::corpus ? corpus_examples_ : probe_examples_;
+      for (std::size_t b = 0; b < batch.size(); ++b) {
+        const int example = batch[b].example;
+        if (example >= 0 && example < static_cast<int>(examples.size())) {
+          record_example_attention(examples[static_cast<std::size_t>(example)], layer,
+                                   attention[static_cast<std::int64_t>(b)]);
+        }
+      }
+    }
   });
   if (source == BatchSource::corpus) {
     corpus_summary_.sequences += static_cast<std::int64_t>(batch.size());
@@ -197,6 +213,9 @@ void Analysis::corpus_pass(DocumentReader& reader, std::vector<Sequence> sequenc
     for (auto& sequence : sequences) {
       if (by_sequences && queued == options_.max_sequences) break;
       examples_.offer(sequence);
+      if (record_examples_ && sequence.example >= 0) {
+        corpus_examples_.push_back(make_example(examples_.chosen().back(), *tokenizer_, shape_, "corpus line"));
+      }
       batcher.add(std::move(sequence));
       ++queued;
     }
@@ -221,6 +240,12 @@ void Analysis::probe_pass() {
     warnings_.push_back("no probe sequences, so no induction or duplicate-token scores: " + probes_.skipped_because);
     model_summary_.repeat_loss_note = "no probe sequences";
     return;
+  }
+  ExampleChooser chooser;
+  chooser.offer(probes_.sequences.front());
+  probe_example_sequences_ = chooser.chosen();
+  if (record_examples_) {
+    probe_examples_.push_back(make_example(probe_example_sequences_.front(), *tokenizer_, shape_, "probe"));
   }
   const auto batch_size = static_cast<std::size_t>(options_.batch_size);
   Batcher batcher(batch_size, model_->takes_attention_mask() || shape_.causal, probes_.sequences.size());
@@ -323,6 +348,7 @@ AnalysisSummary Analysis::run() {
     rethrow_with_context(model_->path() + ": ");
   }
   for (auto& classifier : classifiers_) classifier->begin(shape_);
+  record_examples_ = shape_.causal && (options_.html || options_.plots);
 
   const DocumentFrequencies frequencies = count_document_frequencies();
   corpus_summary_.idf_documents = frequencies.documents();
@@ -337,15 +363,11 @@ AnalysisSummary Analysis::run() {
   write_json_file(document, output_.staging() / "heads.json");
   frequencies.save((output_.staging() / "idf.txt").string(), *tokenizer_);
   if (options_.html || options_.plots) {
-    const auto examples = capture_examples(*model_, examples_.chosen(), *tokenizer_, shape_, "corpus line");
-    std::vector<Sequence> probe_examples;
-    if (!probes_.sequences.empty()) {
-      ExampleChooser chooser;
-      chooser.offer(probes_.sequences.front());
-      probe_examples = chooser.chosen();
+    if (!record_examples_) {
+      corpus_examples_ = capture_examples(*model_, examples_.chosen(), *tokenizer_, shape_, "corpus line");
+      probe_examples_ = capture_examples(*model_, probe_example_sequences_, *tokenizer_, shape_, "probe");
     }
-    write_reports(output_.staging(), document, examples,
-                  capture_examples(*model_, probe_examples, *tokenizer_, shape_, "probe"),
+    write_reports(output_.staging(), document, corpus_examples_, probe_examples_,
                   ReportOptions{options_.html, options_.plots});
   }
   output_.commit();

@@ -1,11 +1,17 @@
 #include "reports/png_canvas.h"
 
+#include <cerrno>
 #include <cmath>
 #include <stdexcept>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
 
 #include <cairo.h>
 #include <fmt/format.h>
 #include <pango/pangocairo.h>
+#include <png.h>
 
 #include "reports/report_data.h"
 #include "reports/text.h"
@@ -115,12 +121,54 @@ void PngCanvas::text(const std::string& text, double x, double y, const TextStyl
   cairo_restore(cairo_);
 }
 
+// PNG encoding was most of the time spent on plots: cairo's writer leaves libpng at zlib level 6
+// with adaptive filtering. Flat-coloured plots compress nearly as well with the SUB filter at
+// level 3, several times faster.
+constexpr int kPngCompressionLevel = 3;
+
 void PngCanvas::save(const std::filesystem::path& path) const {
   cairo_surface_flush(surface_);
-  const cairo_status_t status = cairo_surface_write_to_png(surface_, path.c_str());
-  if (status != CAIRO_STATUS_SUCCESS) {
-    throw std::runtime_error(fmt::format("{}: cannot write PNG ({})", path.string(), cairo_status_to_string(status)));
+  const auto fail = [&](const std::string& why) {
+    throw std::runtime_error(fmt::format("{}: cannot write PNG ({})", path.string(), why));
+  };
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) fail(std::strerror(errno));
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png != nullptr ? png_create_info_struct(png) : nullptr;
+  if (png == nullptr || info == nullptr) {
+    png_destroy_write_struct(&png, &info);
+    std::fclose(file);
+    fail("out of memory");
   }
+  // RGB24 surfaces hold one native-endian 0x00RRGGBB word per pixel.
+  const unsigned char* data = cairo_image_surface_get_data(surface_);
+  const int stride = cairo_image_surface_get_stride(surface_);
+  std::vector<png_byte> row(static_cast<std::size_t>(width_) * 3);
+  if (setjmp(png_jmpbuf(png))) {  // libpng reports write errors by longjmp
+    png_destroy_write_struct(&png, &info);
+    std::fclose(file);
+    fail("libpng write error");
+  }
+  png_init_io(png, file);
+  png_set_compression_level(png, kPngCompressionLevel);
+  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(width_), static_cast<png_uint_32>(height_), 8, PNG_COLOR_TYPE_RGB,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_BASE, PNG_FILTER_TYPE_BASE);
+  png_write_info(png, info);
+  for (int y = 0; y < height_; ++y) {
+    const unsigned char* pixels = data + static_cast<std::ptrdiff_t>(y) * stride;
+    for (int x = 0; x < width_; ++x) {
+      std::uint32_t pixel;
+      std::memcpy(&pixel, pixels + 4 * x, sizeof pixel);
+      row[3 * x] = static_cast<png_byte>(pixel >> 16);
+      row[3 * x + 1] = static_cast<png_byte>(pixel >> 8);
+      row[3 * x + 2] = static_cast<png_byte>(pixel);
+    }
+    png_write_row(png, row.data());
+  }
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  if (std::fclose(file) != 0) fail(std::strerror(errno));
 }
 
 void draw_colour_bar(PngCanvas& canvas, double x, double y, double width, double height, double low, double high,

@@ -1,0 +1,64 @@
+// Example sequences for the reports: in a causal model the attention recorded from a batch (the
+// top-left corner of a longer, padded sequence's attention) equals the prefix run alone.
+#include <torch/torch.h>
+// LibTorch's glog defines CHECK as an abort; the tests mean Catch's.
+#undef CHECK
+#include <catch2/catch.hpp>
+
+#include "analyzer/examples.h"
+#include "analyzer/model.h"
+#include "analyzer/tokenizer.h"
+#include "tests/fixtures.h"
+
+using namespace headscan;
+
+TEST_CASE("examples recorded in a causal batch equal the prefix run alone", "[examples]") {
+  torch::NoGradGuard no_grad;
+  auto model = InstrumentedModel::load(testing::fixture("gpt2.pt"));
+  const auto tokenizer = tokenizer_from_hf_json(model->embedded_tokenizer(), "gpt2.pt:tokenizer.json");
+  const ModelShape shape{2, 4, true};
+
+  // Two sequences of 20 and 12 tokens, the second right-padded; the examples are their first 9.
+  std::vector<Sequence> sequences(2);
+  for (int t = 0; t < 20; ++t) sequences[0].ids.push_back(3 + (t * 7) % 50);
+  for (int t = 0; t < 12; ++t) sequences[1].ids.push_back(5 + (t * 11) % 40);
+  ExampleChooser chooser;
+  for (auto& sequence : sequences) {
+    sequence.special.assign(sequence.ids.size(), 0);
+    chooser.offer(sequence);
+  }
+  std::vector<Sequence> prefixes = chooser.chosen();
+  for (auto& prefix : prefixes) {
+    prefix.ids.resize(9);
+    prefix.special.resize(9);
+  }
+  CHECK(sequences[0].example == 0);
+  CHECK(sequences[1].example == 1);
+
+  std::vector<ExampleSequence> recorded;
+  for (const auto& prefix : prefixes) recorded.push_back(make_example(prefix, *tokenizer, shape, "corpus line"));
+  at::Tensor ids = torch::zeros({2, 20}, torch::kInt64);
+  at::Tensor mask = torch::zeros({2, 20}, torch::kInt64);
+  for (std::size_t b = 0; b < 2; ++b) {
+    for (std::size_t t = 0; t < sequences[b].ids.size(); ++t) {
+      ids[static_cast<std::int64_t>(b)][static_cast<std::int64_t>(t)] = sequences[b].ids[t];
+      mask[static_cast<std::int64_t>(b)][static_cast<std::int64_t>(t)] = 1;
+    }
+  }
+  model->forward(ids, &mask, [&](int layer, const at::Tensor& attention) {
+    for (std::int64_t b = 0; b < 2; ++b) record_example_attention(recorded[static_cast<std::size_t>(b)], layer, attention[b]);
+  });
+
+  const auto alone = capture_examples(*model, prefixes, *tokenizer, shape, "corpus line");
+  REQUIRE(alone.size() == 2);
+  for (std::size_t e = 0; e < 2; ++e) {
+    REQUIRE(recorded[e].attention.size() == 2 * 4 * 9 * 9);
+    CHECK(recorded[e].tokens == alone[e].tokens);
+    float largest_difference = 0;
+    for (std::size_t i = 0; i < recorded[e].attention.size(); ++i) {
+      largest_difference = std::max(largest_difference, std::abs(recorded[e].attention[i] - alone[e].attention[i]));
+    }
+    CHECK(largest_difference < 1e-5f);
+    CHECK(recorded[e].weight(1, 0, 8, 0) + recorded[e].weight(1, 0, 8, 8) > 0.0f);  // not left at zero
+  }
+}
