@@ -16,6 +16,7 @@ packages=(
   libutf8proc-dev                           # tokenizer normalizers: NFC/NFKC…, lowercase, categories
   libsentencepiece-dev                      # SentencePiece .model tokenizers (exact spm_encode ids)
   libcairo2-dev                             # draws the PNG plots
+  libpng-dev                                # encodes the plots (faster settings than cairo's writer)
   libpango1.0-dev                           # lays out plot text in any script
   liblink-grammar-dev                       # parses plain English text for syntactic heads
   link-grammar-dictionaries-en              # link-grammar's English dictionary
