@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -20,7 +19,6 @@
 namespace headscan {
 namespace {
 
-constexpr std::size_t kSniffBytes = 64 * 1024;
 constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 constexpr const char* kExpected = "expected a UTF-8 CoNLL-U file (Universal Dependencies)";
 
@@ -252,42 +250,7 @@ void SentenceParser::check_acyclic() const {
 }  // namespace
 
 ConlluReader::ConlluReader(const std::string& path) : path_(path) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  const fs::file_status status = fs::status(path, error);
-  if (!fs::exists(status)) {
-    throw InputError(path + ": " + kExpected + ", found nothing at this path; check the path");
-  }
-  if (fs::is_directory(status)) {
-    throw InputError(path + ": " + kExpected + ", found a directory; give a .conllu file inside it");
-  }
-  in_.open(path, std::ios::binary);
-  if (!in_) {
-    throw InputError(path + ": " + kExpected + ", found it cannot be opened (" + std::strerror(errno) +
-                     "); check its permissions");
-  }
-  total_bytes_ = fs::is_regular_file(status) ? fs::file_size(path, error) : 0;
-  if (error) total_bytes_ = 0;
-
-  // The same sniffing as CorpusReader, reduced to the cases that cannot be text.
-  std::string sample(kSniffBytes, '\0');
-  in_.read(sample.data(), static_cast<std::streamsize>(sample.size()));
-  sample.resize(static_cast<std::size_t>(in_.gcount()));
-  if (sample.compare(0, 2, "\xFF\xFE") == 0 || sample.compare(0, 2, "\xFE\xFF") == 0) {
-    throw InputError(path + ": " + kExpected + ", found UTF-16 text (byte order mark at offset 0); " +
-                     "convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8");
-  }
-  const std::size_t nul = sample.find('\0');
-  if (nul != std::string::npos) {
-    throw InputError(path + ": " + kExpected + ", found binary data (NUL byte at offset " + std::to_string(nul) +
-                     "); give a text file");
-  }
-  in_.clear();
-  in_.seekg(0);
-  if (!in_) {
-    throw InputError(path + ": " + kExpected + ", found a pipe or device that cannot be read twice; " +
-                     "write it to a file first");
-  }
+  total_bytes_ = open_text_file(path, kExpected, ".conllu file", in_);
 }
 
 bool ConlluReader::read_line(std::string& line) {

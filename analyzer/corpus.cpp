@@ -23,14 +23,15 @@ bool starts_with_utf16_byte_order_mark(std::string_view sample) {
 
 // Rejects files that are not text, judged on their first bytes; `more_follows` says whether the
 // file goes on past `sample` (then a character cut by the sample's end is not an error).
-void reject_binary(const std::string& path, std::string_view sample, bool more_follows) {
+void reject_binary(const std::string& path, const std::string& expected, std::string_view sample,
+                   bool more_follows) {
   if (starts_with_utf16_byte_order_mark(sample)) {
-    throw InputError(path + ": " + kExpected + ", found UTF-16 text (byte order mark at offset 0); " +
+    throw InputError(path + ": " + expected + ", found UTF-16 text (byte order mark at offset 0); " +
                      "convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8");
   }
   const std::size_t nul = sample.find('\0');
   if (nul != std::string_view::npos) {
-    throw InputError(path + ": " + kExpected + ", found binary data (NUL byte at offset " + std::to_string(nul) +
+    throw InputError(path + ": " + expected + ", found binary data (NUL byte at offset " + std::to_string(nul) +
                      "); give a text file");
   }
   std::size_t invalid_bytes = 0;
@@ -40,7 +41,7 @@ void reject_binary(const std::string& path, std::string_view sample, bool more_f
     pos += character.length;
   }
   if (static_cast<double>(invalid_bytes) > kMaxInvalidShare * static_cast<double>(sample.size())) {
-    throw InputError(path + ": " + kExpected + ", found binary data (" + std::to_string(invalid_bytes) +
+    throw InputError(path + ": " + expected + ", found binary data (" + std::to_string(invalid_bytes) +
                      " of the first " + std::to_string(sample.size()) + " bytes are not valid UTF-8); " +
                      "give a text file, or convert it to UTF-8 first (e.g. iconv -f LATIN1 -t UTF-8)");
   }
@@ -73,36 +74,42 @@ std::size_t repair_utf8(std::string& text) {
   return replacements;
 }
 
-CorpusReader::CorpusReader(const std::string& path) : path_(path) {
+std::uint64_t open_text_file(const std::string& path, const std::string& expected, const std::string& kind,
+                             std::ifstream& in) {
   namespace fs = std::filesystem;
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   if (!fs::exists(status)) {
-    throw InputError(path + ": " + kExpected + ", found nothing at this path; check the path");
+    throw InputError(path + ": " + expected + ", found nothing at this path; check the path");
   }
   if (fs::is_directory(status)) {
-    throw InputError(path + ": " + kExpected + ", found a directory; give a text file inside it");
+    throw InputError(path + ": " + expected + ", found a directory; give a " + kind + " inside it");
   }
-  in_.open(path, std::ios::binary);
-  if (!in_) {
-    throw InputError(path + ": " + kExpected + ", found it cannot be opened (" + std::strerror(errno) +
+  in.open(path, std::ios::binary);
+  if (!in) {
+    throw InputError(path + ": " + expected + ", found it cannot be opened (" + std::strerror(errno) +
                      "); check its permissions");
   }
-  total_bytes_ = fs::is_regular_file(status) ? fs::file_size(path, error) : 0;
-  if (error) total_bytes_ = 0;
+  std::uint64_t total_bytes = fs::is_regular_file(status) ? fs::file_size(path, error) : 0;
+  if (error) total_bytes = 0;
 
   std::string sample(kSniffBytes, '\0');
-  in_.read(sample.data(), static_cast<std::streamsize>(sample.size()));
-  sample.resize(static_cast<std::size_t>(in_.gcount()));
-  const bool more_follows = sample.size() == kSniffBytes && in_.peek() != std::char_traits<char>::eof();
-  reject_binary(path, sample, more_follows);
+  in.read(sample.data(), static_cast<std::streamsize>(sample.size()));
+  sample.resize(static_cast<std::size_t>(in.gcount()));
+  const bool more_follows = sample.size() == kSniffBytes && in.peek() != std::char_traits<char>::eof();
+  reject_binary(path, expected, sample, more_follows);
 
-  in_.clear();
-  in_.seekg(0);
-  if (!in_) {
-    throw InputError(path + ": " + kExpected + ", found a pipe or device that cannot be read twice; " +
+  in.clear();
+  in.seekg(0);
+  if (!in) {
+    throw InputError(path + ": " + expected + ", found a pipe or device that cannot be read twice; " +
                      "write it to a file first");
   }
+  return total_bytes;
+}
+
+CorpusReader::CorpusReader(const std::string& path) : path_(path) {
+  total_bytes_ = open_text_file(path, kExpected, "text file", in_);
 }
 
 bool CorpusReader::next(CorpusLine& line) {

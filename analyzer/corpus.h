@@ -43,6 +43,14 @@ class CorpusReader {
   std::uint64_t total_bytes_ = 0;
 };
 
+// Opens a text file for streaming. `expected` says what it should be ("expected a UTF-8 text
+// corpus (one document per line)"), `kind` what to give instead of a directory ("text file").
+// Throws InputError when it is missing, a directory, unreadable, a pipe that cannot be read twice,
+// or binary (NUL bytes, a UTF-16 byte order mark, or mostly invalid UTF-8 in its first 64 KiB).
+// Returns its size in bytes, 0 when unknown.
+std::uint64_t open_text_file(const std::string& path, const std::string& expected, const std::string& kind,
+                             std::ifstream& in);
+
 // Replaces each maximal invalid UTF-8 subpart of `text` by U+FFFD; returns how many it replaced.
 std::size_t repair_utf8(std::string& text);
 
