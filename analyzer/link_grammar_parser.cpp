@@ -3,6 +3,7 @@
 #include <link-grammar/link-includes.h>
 
 #include <array>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -219,6 +220,13 @@ std::optional<std::vector<ParsedWord>> LinkGrammarParser::Impl::parse_sentence(s
   // linkage word index → index in `words`; -1 for LEFT-WALL, RIGHT-WALL and any other empty span.
   std::vector<ParsedWord> words;
   const std::size_t word_count = linkage_get_num_words(linkage.get());
+  // A word the dictionary does not know gets a guessed part of speech ("w3[?].n"); with such
+  // guesses link-grammar "parses" word lists and foreign text, so the sentence counts as unparsed.
+  // Words matched by the dictionary's regexes (names, numbers: "Lily[!<CAPITALIZED-WORDS>]") stay.
+  for (std::size_t w = 0; w < word_count; ++w) {
+    const char* word = linkage_get_word(linkage.get(), w);
+    if (word != nullptr && std::strstr(word, "[?]") != nullptr) return std::nullopt;
+  }
   std::vector<int> word_index(word_count, -1);
   for (std::size_t w = 0; w < word_count; ++w) {
     const std::size_t word_begin = begin + linkage_get_word_byte_start(linkage.get(), w);

@@ -154,6 +154,20 @@ TEST_CASE("[link-grammar] sentences without a complete linkage give words but no
                                                                    "cat 12-15", ", 15-16", "dog 17-20", "\" 20-21",
                                                                    ". 21-22"});
   }
+  SECTION("unknown words: a word list is not parsed by guessing their parts of speech") {
+    const LineParse result = parser().parse_line("w3 w4 w5 w6 w7");
+    CHECK(result.sentences == 1);
+    CHECK(result.parsed == 0);
+    CHECK(result.parse.words.size() == 5);
+  }
+  SECTION("a name matched by the dictionary's patterns still parses") {
+    const std::string line = "Lily saw a big dog.";
+    const LineParse result = parser().parse_line(line);
+    CHECK(result.parsed == 1);
+    CHECK(describe(line, result.parse) == std::vector<std::string>{"Lily 0-4 nsubj->1", "saw 5-8", "a 9-10 det->4",
+                                                                   "big 11-14 amod->4", "dog 15-18 obj->1",
+                                                                   ". 18-19"});
+  }
   SECTION("an unparsed sentence before a parsed one shifts its heads") {
     const std::string line = "Der Hund läuft schnell. The cat sat.";
     const LineParse result = parser().parse_line(line);
