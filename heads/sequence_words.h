@@ -3,17 +3,16 @@
 // (DESIGN.md, "Syntactic heads"). Word indices are local to the sequence: a long sentence cut into
 // windows gives each window the words that have tokens in it, numbered from 0 in text order.
 
-#include <vector>
-
 #include <string>
+#include <vector>
 
 namespace headscan {
 
 struct WordArc {
-  int dependent = 0;    // local word index
-  int head = 0;         // local word index
-  std::string relation; // "nsubj", "amod", …
-  int offset = 0;       // head − dependent in the sentence's word indices
+  int dependent = 0;     // local word index
+  int head = 0;          // local word index
+  std::string relation;  // "nsubj", "amod", …
+  int offset = 0;        // head − dependent in the sentence's word indices
 };
 
 struct SequenceWords {
