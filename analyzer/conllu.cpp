@@ -19,7 +19,6 @@
 namespace headscan {
 namespace {
 
-constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 constexpr const char* kExpected = "expected a UTF-8 CoNLL-U file (Universal Dependencies)";
 
 // The ten columns of a word line, https://universaldependencies.org/format.html.
@@ -249,44 +248,21 @@ void SentenceParser::check_acyclic() const {
 
 }  // namespace
 
-ConlluReader::ConlluReader(const std::string& path) : path_(path) {
-  total_bytes_ = open_text_file(path, kExpected, ".conllu file", in_);
-}
-
-bool ConlluReader::read_line(std::string& line) {
-  if (!std::getline(in_, line)) {
-    if (in_.bad()) {
-      throw std::runtime_error(path_ + ": reading failed after line " + std::to_string(lines_read_) + " (" +
-                               std::strerror(errno) + ")");
-    }
-    return false;
-  }
-  const bool ended_with_newline = !in_.eof();  // the last line may lack its '\n'
-  bytes_read_ += line.size() + (ended_with_newline ? 1 : 0);
-  ++lines_read_;
-  if (lines_read_ == 1 && std::string_view(line).substr(0, 3) == kUtf8ByteOrderMark) line.erase(0, 3);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  const std::size_t replaced = repair_utf8(line);
-  if (replaced > 0) {
-    ++invalid_lines_;
-    replacements_ += replaced;
-  }
-  return true;
-}
+ConlluReader::ConlluReader(const std::string& path) : lines_(path, kExpected, ".conllu file") {}
 
 bool ConlluReader::next(ConlluSentence& sentence) {
   std::string line;
   while (true) {
-    SentenceParser parser(path_);
+    SentenceParser parser(lines_.path());
     std::size_t first_line = 0;  // 0: the sentence has not started
-    while (read_line(line)) {
+    while (lines_.next(line)) {
       if (is_blank(line)) {
         if (first_line != 0) break;
         continue;
       }
-      if (first_line == 0) first_line = lines_read_;
+      if (first_line == 0) first_line = lines_.lines_read();
       if (line.front() == '#') continue;
-      parser.add_line(line, lines_read_);
+      parser.add_line(line, lines_.lines_read());
     }
     if (first_line == 0) return false;
     if (!parser.has_words()) continue;  // comments, ranges or empty nodes only

@@ -5,9 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <string>
 
+#include "analyzer/corpus.h"
 #include "analyzer/parsed_sentence.h"
 
 namespace headscan {
@@ -25,8 +25,8 @@ struct ConlluSentence {
 
 class ConlluReader {
  public:
-  // Opens the file. Throws InputError if it is missing, a directory, unreadable, or binary (a NUL
-  // byte or a UTF-16 byte order mark in its first 64 KiB).
+  // Opens the file. Throws InputError if it is missing, a directory, unreadable, or binary
+  // (TextLineReader's checks).
   explicit ConlluReader(const std::string& path);
 
   // Reads the next sentence that has at least one word; returns false at the end of the file.
@@ -37,26 +37,18 @@ class ConlluReader {
   // sentence, or HEADs that form a cycle.
   bool next(ConlluSentence& sentence);
 
-  const std::string& path() const { return path_; }
-  std::size_t lines_read() const { return lines_read_; }  // all lines, blank and comment included
+  const TextLineReader& lines() const { return lines_; }
+  const std::string& path() const { return lines_.path(); }
+  std::size_t lines_read() const { return lines_.lines_read(); }  // all lines, blank and comment included
   std::size_t sentences_read() const { return sentences_read_; }  // sentences returned by next()
-  std::size_t lines_with_invalid_utf8() const { return invalid_lines_; }
-  std::size_t invalid_utf8_replacements() const { return replacements_; }
-  std::uint64_t bytes_read() const { return bytes_read_; }
-  std::uint64_t total_bytes() const { return total_bytes_; }
+  std::size_t lines_with_invalid_utf8() const { return lines_.lines_with_invalid_utf8(); }
+  std::size_t invalid_utf8_replacements() const { return lines_.invalid_utf8_replacements(); }
+  std::uint64_t bytes_read() const { return lines_.bytes_read(); }
+  std::uint64_t total_bytes() const { return lines_.total_bytes(); }
 
  private:
-  // Reads one line into `line` (BOM, "\r" removed, UTF-8 repaired); false at the end of the file.
-  bool read_line(std::string& line);
-
-  std::string path_;
-  std::ifstream in_;
-  std::size_t lines_read_ = 0;
+  TextLineReader lines_;
   std::size_t sentences_read_ = 0;
-  std::size_t invalid_lines_ = 0;
-  std::size_t replacements_ = 0;
-  std::uint64_t bytes_read_ = 0;
-  std::uint64_t total_bytes_ = 0;
 };
 
 }  // namespace headscan

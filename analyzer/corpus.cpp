@@ -74,8 +74,8 @@ std::size_t repair_utf8(std::string& text) {
   return replacements;
 }
 
-std::uint64_t open_text_file(const std::string& path, const std::string& expected, const std::string& kind,
-                             std::ifstream& in) {
+TextLineReader::TextLineReader(const std::string& path, const std::string& expected, const std::string& kind)
+    : path_(path) {
   namespace fs = std::filesystem;
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
@@ -85,54 +85,57 @@ std::uint64_t open_text_file(const std::string& path, const std::string& expecte
   if (fs::is_directory(status)) {
     throw InputError(path + ": " + expected + ", found a directory; give a " + kind + " inside it");
   }
-  in.open(path, std::ios::binary);
-  if (!in) {
+  in_.open(path, std::ios::binary);
+  if (!in_) {
     throw InputError(path + ": " + expected + ", found it cannot be opened (" + std::strerror(errno) +
                      "); check its permissions");
   }
-  std::uint64_t total_bytes = fs::is_regular_file(status) ? fs::file_size(path, error) : 0;
-  if (error) total_bytes = 0;
+  total_bytes_ = fs::is_regular_file(status) ? fs::file_size(path, error) : 0;
+  if (error) total_bytes_ = 0;
 
   std::string sample(kSniffBytes, '\0');
-  in.read(sample.data(), static_cast<std::streamsize>(sample.size()));
-  sample.resize(static_cast<std::size_t>(in.gcount()));
-  const bool more_follows = sample.size() == kSniffBytes && in.peek() != std::char_traits<char>::eof();
+  in_.read(sample.data(), static_cast<std::streamsize>(sample.size()));
+  sample.resize(static_cast<std::size_t>(in_.gcount()));
+  const bool more_follows = sample.size() == kSniffBytes && in_.peek() != std::char_traits<char>::eof();
   reject_binary(path, expected, sample, more_follows);
 
-  in.clear();
-  in.seekg(0);
-  if (!in) {
+  in_.clear();
+  in_.seekg(0);
+  if (!in_) {
     throw InputError(path + ": " + expected + ", found a pipe or device that cannot be read twice; " +
                      "write it to a file first");
   }
-  return total_bytes;
 }
 
-CorpusReader::CorpusReader(const std::string& path) : path_(path) {
-  total_bytes_ = open_text_file(path, kExpected, "text file", in_);
+bool TextLineReader::next(std::string& line) {
+  if (!std::getline(in_, line)) {
+    if (in_.bad()) {
+      throw std::runtime_error(path_ + ": reading failed after line " + std::to_string(lines_read_) + " (" +
+                               std::strerror(errno) + ")");
+    }
+    return false;
+  }
+  const bool ended_with_newline = !in_.eof();  // the last line may lack its '\n'
+  bytes_read_ += line.size() + (ended_with_newline ? 1 : 0);
+  ++lines_read_;
+  if (lines_read_ == 1 && std::string_view(line).substr(0, 3) == kUtf8ByteOrderMark) line.erase(0, 3);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  const std::size_t replaced = repair_utf8(line);
+  if (replaced > 0) {
+    ++invalid_lines_;
+    replacements_ += replaced;
+  }
+  return true;
 }
+
+CorpusReader::CorpusReader(const std::string& path) : lines_(path, kExpected, "text file") {}
 
 bool CorpusReader::next(CorpusLine& line) {
-  while (std::getline(in_, line.text)) {
-    const bool ended_with_newline = !in_.eof();  // the last line may lack its '\n'
-    bytes_read_ += line.text.size() + (ended_with_newline ? 1 : 0);
-    ++lines_read_;
-    if (lines_read_ == 1 && std::string_view(line.text).substr(0, 3) == kUtf8ByteOrderMark) line.text.erase(0, 3);
-    if (!line.text.empty() && line.text.back() == '\r') line.text.pop_back();
+  while (lines_.next(line.text)) {
     if (line.text.empty()) continue;
-
-    const std::size_t replaced = repair_utf8(line.text);
-    if (replaced > 0) {
-      ++invalid_lines_;
-      replacements_ += replaced;
-    }
-    line.line_number = lines_read_;
+    line.line_number = lines_.lines_read();
     ++documents_read_;
     return true;
-  }
-  if (in_.bad()) {
-    throw std::runtime_error(path_ + ": reading failed after line " + std::to_string(lines_read_) + " (" +
-                             std::strerror(errno) + ")");
   }
   return false;
 }

@@ -27,12 +27,17 @@ class DocumentReader::Source {
 
 namespace {
 
+// The line counts; documents_read is the caller's.
+void copy_line_counts(const TextLineReader& lines, DocumentCounts& counts) {
+  counts.lines_read = lines.lines_read();
+  counts.lines_with_invalid_utf8 = lines.lines_with_invalid_utf8();
+  counts.invalid_utf8_replacements = lines.invalid_utf8_replacements();
+  counts.bytes_read = lines.bytes_read();
+}
+
 void copy_counts(const CorpusReader& reader, DocumentCounts& counts) {
-  counts.lines_read = reader.lines_read();
+  copy_line_counts(reader.lines(), counts);
   counts.documents_read = reader.documents_read();
-  counts.lines_with_invalid_utf8 = reader.lines_with_invalid_utf8();
-  counts.invalid_utf8_replacements = reader.invalid_utf8_replacements();
-  counts.bytes_read = reader.bytes_read();
 }
 
 // Documents parsed ahead of the consumer; bounds the memory that reading ahead takes.
@@ -66,26 +71,18 @@ class DocumentReader::ConlluSource : public DocumentReader::Source {
   ConlluSource(const std::string& path, bool keep_trees) : reader_(path), keep_trees_(keep_trees) {}
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
 
+  // Every sentence has a word, so its text is never empty.
   bool next(Document& document, DocumentCounts& counts) override {
     ConlluSentence sentence;
-    bool found = false;
-    while (reader_.next(sentence)) {
-      if (sentence.text.empty()) continue;
-      found = true;
-      break;
-    }
+    const bool found = reader_.next(sentence);
     if (found) {
       document.text = std::move(sentence.text);
       document.line_number = sentence.line_number;
       document.parse = keep_trees_ ? std::make_shared<const ParsedSentence>(std::move(sentence.parse)) : nullptr;
-      ++documents_;
     }
-    counts.lines_read = reader_.lines_read();
-    counts.documents_read = documents_;
-    counts.lines_with_invalid_utf8 = reader_.lines_with_invalid_utf8();
-    counts.invalid_utf8_replacements = reader_.invalid_utf8_replacements();
-    counts.bytes_read = reader_.bytes_read();
-    counts.sentences = keep_trees_ ? static_cast<std::int64_t>(documents_) : 0;
+    copy_line_counts(reader_.lines(), counts);
+    counts.documents_read = reader_.sentences_read();
+    counts.sentences = keep_trees_ ? static_cast<std::int64_t>(reader_.sentences_read()) : 0;
     counts.parsed_sentences = counts.sentences;
     return found;
   }
@@ -93,7 +90,6 @@ class DocumentReader::ConlluSource : public DocumentReader::Source {
  private:
   ConlluReader reader_;
   bool keep_trees_;
-  std::size_t documents_ = 0;
 };
 
 // Reads and parses lines on a thread of its own, at most kParsedAhead documents ahead.

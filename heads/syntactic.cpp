@@ -33,8 +33,7 @@ at::Tensor predicted_words(const at::Tensor& attention, const at::Tensor& token_
       torch::zeros({batch, heads, words + 1, words + 1}, attention.options()).scatter_add_(/*dim=*/2, queries, to_words);
   word_attention = word_attention.narrow(/*dim=*/2, 0, words).narrow(/*dim=*/3, 0, words);
 
-  std::vector<std::int64_t> counts(word_counts);
-  const at::Tensor count = torch::tensor(counts, torch::kInt64).view({batch, 1, 1, 1});
+  const at::Tensor count = torch::tensor(word_counts, torch::kInt64).view({batch, 1, 1, 1});
   const at::Tensor column = torch::arange(words, torch::kInt64);
   const at::Tensor excluded = (column.view({1, 1, 1, words}) >= count) |
                               (column.view({1, 1, words, 1}) == column.view({1, 1, 1, words}));
