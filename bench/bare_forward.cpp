@@ -1,5 +1,5 @@
 // headscan_bench_forward: the baseline of the overhead benchmark (bench/run_overhead.sh). Runs the
-// model over a corpus in exactly the batches headscan forms (analyzer/pipeline.cpp: same
+// model over a corpus in exactly the batches headscan forms (analyzer/run/corpus_pass.cpp: same
 // tokenizer, windows, Batcher and right-padding with the BOS id), with plain torch::jit forward
 // calls and no instrumentation, and prints the wall time and the peak resident set size.
 //
@@ -28,13 +28,13 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
-#include "analyzer/corpus.h"
-#include "analyzer/sequences.h"
-#include "analyzer/tokenizer.h"
+#include "analyzer/corpus/text_lines.h"
+#include "analyzer/model/model_archive.h"
+#include "analyzer/run/sequences.h"
+#include "analyzer/run/text_setup.h"
+#include "analyzer/tokenizers/tokenizer.h"
 
 namespace {
-
-constexpr std::int64_t kDefaultMaxLength = 512;  // as in analyzer/pipeline.cpp
 
 struct Options {
   std::string model_path;
@@ -54,7 +54,7 @@ struct Totals {
   std::int64_t positions = 0;  // B * T summed over batches, padding included
 };
 
-// ids [B, T] int64, right-padded with `pad_id` to the longest sequence (pipeline.cpp to_tensors).
+// ids [B, T] int64, right-padded with `pad_id` to the longest sequence (analyzer/run/batch_tensors.cpp).
 at::Tensor to_ids(const std::vector<headscan::Sequence>& batch, std::int64_t pad_id, at::Tensor& valid) {
   std::size_t length = 0;
   for (const auto& sequence : batch) length = std::max(length, sequence.ids.size());
@@ -74,7 +74,7 @@ at::Tensor to_ids(const std::vector<headscan::Sequence>& batch, std::int64_t pad
 }
 
 // forward(self, input_ids, attention_mask, ...): headscan passes a mask when there is a second
-// tensor argument (analyzer/model.cpp read_forward_schema).
+// tensor argument (analyzer/model/model.cpp read_forward_schema).
 bool takes_attention_mask(torch::jit::Module& module) {
   const auto& args = module.get_method("forward").function().getSchema().arguments();
   if (args.size() < 3) return false;
@@ -90,24 +90,15 @@ Totals run(const Options& options) {
   module.eval();
   const bool takes_mask = takes_attention_mask(module);
 
-  const nlohmann::json metadata =
-      extra["headscan.json"].empty() ? nlohmann::json::object() : nlohmann::json::parse(extra["headscan.json"]);
-  std::unique_ptr<headscan::Tokenizer> tokenizer =
-      options.tokenizer_path.empty()
-          ? headscan::tokenizer_from_hf_json(extra["tokenizer.json"], options.model_path + ":tokenizer.json")
-          : headscan::load_tokenizer_file(options.tokenizer_path);
-
-  headscan::SequenceShape shape;
-  std::int64_t pad_id = 0;
-  if (metadata.contains("bos_token") && !metadata["bos_token"].is_null()) {
-    shape.bos_id = tokenizer->token_to_id(metadata["bos_token"].get<std::string>());
-    if (!shape.bos_id) throw std::runtime_error("bos_token of headscan.json is not in the tokenizer");
-    pad_id = *shape.bos_id;
-  }
-  shape.max_length = options.max_length > 0                                                 ? options.max_length
-                     : metadata.contains("max_length") && !metadata["max_length"].is_null() ? metadata["max_length"].get<std::int64_t>()
-                                                                                            : kDefaultMaxLength;
-  const bool causal = metadata.value("causal", true);
+  // The tokenizer, BOS and max_length exactly as headscan resolves them.
+  const headscan::ModelMetadata metadata =
+      headscan::parse_model_metadata(extra["headscan.json"], options.model_path + ":headscan.json");
+  const headscan::TextSetup text = headscan::resolve_text_setup(headscan::TextSources{
+      options.tokenizer_path, options.model_path, extra["tokenizer.json"], &metadata, options.max_length});
+  const headscan::Tokenizer* tokenizer = text.tokenizer.get();
+  const headscan::SequenceShape& shape = text.shape;
+  const std::int64_t pad_id = text.bos ? text.bos->id : 0;
+  const bool causal = metadata.causal.value_or(true);
 
   auto forward = [&](const at::Tensor& ids, const at::Tensor& valid) {
     std::vector<c10::IValue> inputs;
@@ -137,13 +128,13 @@ Totals run(const Options& options) {
 
   headscan::Batcher batcher(static_cast<std::size_t>(options.batch_size), takes_mask || causal,
                             static_cast<std::size_t>(options.batch_size) * 32);
-  headscan::CorpusReader reader(options.corpus_path);
+  headscan::TextCorpusReader reader(options.corpus_path);
   headscan::CorpusLine line;
   bool probed = !options.probe_forward;
   while (reader.next(line)) {
     for (auto& sequence : headscan::make_sequences(tokenizer->encode(line.text), *tokenizer, shape, line.line_number)) {
       if (!probed) {
-        // pipeline.cpp probe_model(): [1, T] with T >= 2, all positions valid.
+        // analyzer/model/model_shape.cpp: [1, T] with T >= 2, all positions valid.
         std::vector<std::int64_t> ids = sequence.ids;
         while (ids.size() < 2) ids.push_back(ids.back());
         const at::Tensor input = torch::tensor(ids, torch::kInt64).unsqueeze(0);

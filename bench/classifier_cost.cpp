@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     rows.get(0, attention, !bidirectional);
     times[0].push_back(milliseconds_since(start));
     for (std::size_t c = 0; c < classifiers.size(); ++c) {
-      if (!classifiers[c]->wants_corpus()) continue;
+      if (classifiers[c]->source() != headscan::BatchSource::corpus) continue;
       start = std::chrono::steady_clock::now();
       classifiers[c]->observe(0, attention, context);
       times[c + 1].push_back(milliseconds_since(start));

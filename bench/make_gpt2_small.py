@@ -3,6 +3,7 @@
 
 Run with Debian's Python (python3-torch 1.13):
     /usr/bin/python3 bench/make_gpt2_small.py OUT_DIR [--lines N] [--min-words A] [--max-words B]
+        [--layers L --heads H --d-model D]
 
 Writes into OUT_DIR:
   gpt2_small.pt   a GPT-2-small-shaped causal transformer with random weights (seeded): 12 layers,
@@ -16,7 +17,8 @@ Writes into OUT_DIR:
 
 The weights do not matter for the benchmark (attention with random weights is close to uniform);
 what matters is that the shapes, and so the forward work and the attention tensors headscan
-receives, are those of GPT-2 small.
+receives, are those of GPT-2 small. --layers, --heads and --d-model give other GPT-2 shapes (MLP
+4 × d_model); the model is then gpt2_L{layers}_H{heads}_D{d_model}.pt.
 """
 
 import argparse
@@ -42,6 +44,7 @@ SPECIALS = ["<s>", "<unk>"]
 class Attention(nn.Module):
     def __init__(self):
         super().__init__()
+        # Sizes are read from the module globals, which main() sets from the command line.
         self.n_heads = N_HEADS
         self.d_head = D_MODEL // N_HEADS
         self.c_attn = nn.Linear(D_MODEL, 3 * D_MODEL)
@@ -130,11 +133,18 @@ def main() -> None:
     parser.add_argument("--min-words", type=int, default=128, help="shortest document, in words")
     parser.add_argument("--max-words", type=int, default=1023, help="longest document, in words")
     parser.add_argument("--force", action="store_true", help="rebuild the model even if it exists")
+    parser.add_argument("--layers", type=int, default=N_LAYERS)
+    parser.add_argument("--heads", type=int, default=N_HEADS)
+    parser.add_argument("--d-model", type=int, default=D_MODEL)
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
 
+    global N_LAYERS, N_HEADS, D_MODEL, D_MLP
+    default_shape = (args.layers, args.heads, args.d_model) == (N_LAYERS, N_HEADS, D_MODEL)
+    N_LAYERS, N_HEADS, D_MODEL, D_MLP = args.layers, args.heads, args.d_model, 4 * args.d_model
     words = [f"w{i}" for i in range(VOCAB - len(SPECIALS))]
-    model_path = os.path.join(args.out_dir, "gpt2_small.pt")
+    name = "gpt2_small.pt" if default_shape else f"gpt2_L{N_LAYERS}_H{N_HEADS}_D{D_MODEL}.pt"
+    model_path = os.path.join(args.out_dir, name)
     if args.force or not os.path.exists(model_path):
         torch.manual_seed(SEED)
         model = GPT2Small()

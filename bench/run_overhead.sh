@@ -19,6 +19,11 @@
 #   --headscan PATH     the headscan binary to measure (default DIR/headscan)
 #   --wait-idle S       before each run, wait up to S seconds for the other processes on the
 #                       machine to use under 10 % of the CPUs (default 0: do not wait)
+#   --layers L, --heads H, --d-model D
+#                       another GPT-2 shape (default 12, 12, 768: GPT-2 small)
+#   --bare cpp|python   the bare side: headscan_bench_forward (C++, default) or bench/bare_forward.py
+#                       (torch.jit.load in Debian's Python under no_grad: what a Python user pays)
+#   --headscan-args "…" extra options for headscan (e.g. "--no-html --no-plots --parser none")
 #
 # Each run is its own process, measured by GNU time (/usr/bin/time, Debian package `time`): wall
 # clock seconds, CPU seconds (user + system) and maximum resident set size. The two sides
@@ -41,6 +46,11 @@ build=1
 work=
 headscan=
 wait_idle=0
+layers=12
+heads=12
+d_model=768
+bare_kind=cpp
+headscan_args=
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
@@ -56,6 +66,11 @@ while [[ $# -gt 0 ]]; do
     --no-build) build=0; shift ;;
     --headscan) headscan="$2"; shift 2 ;;
     --wait-idle) wait_idle="$2"; shift 2 ;;
+    --layers) layers="$2"; shift 2 ;;
+    --heads) heads="$2"; shift 2 ;;
+    --d-model) d_model="$2"; shift 2 ;;
+    --bare) bare_kind="$2"; shift 2 ;;
+    --headscan-args) headscan_args="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "run_overhead.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) work="$1"; shift ;;
@@ -83,8 +98,15 @@ fi
 [[ -z "$headscan" ]] && headscan="$build_dir/headscan"
 bare="$build_dir/bench/headscan_bench_forward"
 
-/usr/bin/python3 "$here/make_gpt2_small.py" "$work" --lines "$lines" --min-words "$min_words" --max-words "$max_words"
+/usr/bin/python3 "$here/make_gpt2_small.py" "$work" --lines "$lines" --min-words "$min_words" --max-words "$max_words" \
+  --layers "$layers" --heads "$heads" --d-model "$d_model"
 model="$work/gpt2_small.pt"
+[[ "$layers/$heads/$d_model" != 12/12/768 ]] && model="$work/gpt2_L${layers}_H${heads}_D${d_model}.pt"
+case "$bare_kind" in
+  cpp) bare_command=("$bare") ;;
+  python) bare_command=(/usr/bin/python3 "$here/bare_forward.py") ;;
+  *) echo "run_overhead.sh: --bare takes cpp or python" >&2; exit 2 ;;
+esac
 corpus="$work/corpus.txt"
 
 common=(--threads "$threads" --batch-size "$batch_size")
@@ -130,10 +152,11 @@ compilers="$(pgrep -c cc1plus || true)"
 [[ "$compilers" != 0 ]] && echo "note: $compilers compiler process(es) running: timings are noisy" >&2
 
 rm -f "$work"/bare.times "$work"/headscan.times
-echo "runs (threads $threads, batch size $batch_size):"
+echo "runs (threads $threads, batch size $batch_size, bare: $bare_kind):"
 for ((i = 1; i <= repeats; ++i)); do
-  run bare "$bare" "$model" "$corpus" "${common[@]}"
-  run headscan "$headscan" "$model" "$corpus" "${common[@]}" -q --force -o "$work/report"
+  run bare "${bare_command[@]}" "$model" "$corpus" "${common[@]}"
+  # shellcheck disable=SC2086  # headscan_args is a list of options
+  run headscan "$headscan" "$model" "$corpus" "${common[@]}" -q --force -o "$work/report" $headscan_args
 done
 head -n 1 "$work/bare.out"
 

@@ -17,8 +17,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "analyzer/corpus.h"
-#include "analyzer/tokenizer.h"
+#include "analyzer/corpus/text_lines.h"
+#include "analyzer/tokenizers/tokenizer.h"
 
 namespace {
 
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> lines;
   std::size_t bytes = 0;
   try {
-    headscan::CorpusReader reader(text_path);  // the analysis reads lines the same way
+    headscan::TextCorpusReader reader(text_path);  // the analysis reads lines the same way
     headscan::CorpusLine line;
     while (reader.next(line)) {
       bytes += line.text.size();

@@ -7,11 +7,13 @@
 // keys each query can see); per-batch context tensors are [B, T].
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "analyzer/model/model_shape.h"
+#include "heads/head_type.h"
 
 namespace at {
 class Tensor;
@@ -22,7 +24,9 @@ namespace headscan {
 struct SequenceWords;
 class RowSummaryCache;
 
-// Where a batch comes from: the user's corpus or headscan's synthetic probe sequences.
+// Where a batch comes from: the user's corpus or headscan's synthetic probe sequences. Each
+// classifier reads the batches of one source; a pass (analyzer/run/pass.h) says which source its
+// batches are, or that classifiers do not see them.
 enum class BatchSource { corpus, probe };
 
 struct BatchContext {
@@ -34,22 +38,13 @@ struct BatchContext {
   bool has_bos = true;          // position 0 of every sequence is BOS
   BatchSource source = BatchSource::corpus;
   std::int64_t batch_index = 0; // counts batches of one source, so per-batch work is done once
-  // Per sequence: its words and dependency arcs (heads/sequence_words.h), null entries for
+  // Per sequence: its words and dependency arcs (analyzer/corpus/sequence_words.h), null entries for
   // sequences without a parse; null when no sequence of the batch has one.
   const std::vector<const SequenceWords*>* words = nullptr;
   // Per-row statistics of the current layer shared by the classifiers (heads/row_summary.h);
   // null: each classifier computes them itself.
   RowSummaryCache* rows = nullptr;
 };
-
-struct ModelShape {
-  int layers = 0;
-  int heads = 0;
-  bool causal = true;
-};
-
-// Thresholds by name ("previous_token" → 0.5), as written in heads.json.
-using Thresholds = std::map<std::string, double>;
 
 // What a classifier concludes about one head.
 struct HeadVerdict {
@@ -61,14 +56,14 @@ class HeadClassifier {
  public:
   virtual ~HeadClassifier() = default;
 
-  // The key of the score in heads.json, e.g. "previous_token".
-  virtual std::string name() const = 0;
-  // Default thresholds this classifier labels with (empty when it only reports a score).
-  virtual Thresholds default_thresholds() const { return {}; }
+  // Its scores, label, default thresholds, meaning, source and colour (heads/head_type.h).
+  virtual HeadType type() const = 0;
+  // The key of its score in heads.json, e.g. "previous_token".
+  std::string name() const { return type().name(); }
 
   // Capabilities, asked rather than assumed.
-  virtual bool wants_corpus() const { return true; }
-  virtual bool wants_probes() const { return false; }
+  // The batches it reads: the corpus or the probe sequences.
+  virtual BatchSource source() const { return BatchSource::corpus; }
   // Whether it needs dependency arcs (BatchContext::words); without parses it reports nothing.
   virtual bool wants_parses() const { return false; }
 

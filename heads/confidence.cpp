@@ -10,7 +10,7 @@ namespace {
 
 class ConfidenceClassifier : public MeanScoreClassifier {
  public:
-  ConfidenceClassifier() : MeanScoreClassifier("confidence", std::nullopt) {}
+  ConfidenceClassifier() : MeanScoreClassifier(HeadType{{{"confidence", "mean max_j A[i,j]"}}, "", {}, "Voita et al. 2019"}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     RowSummary local;

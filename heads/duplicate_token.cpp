@@ -10,9 +10,15 @@ namespace {
 class DuplicateTokenClassifier : public TargetAttentionClassifier {
  public:
   DuplicateTokenClassifier()
-      : TargetAttentionClassifier("duplicate_token",
-                                  ScoreLabel{"duplicate-token", 0.4, /*strict=*/false, /*causal_only=*/true},
-                                  BatchSource::probe) {}
+      : TargetAttentionClassifier(
+            HeadType{{{"duplicate_token", "probes: mean weight on earlier occurrences of the query's token"}},
+                     "duplicate-token",
+                     {{"duplicate_token", 0.4}},
+                     "TransformerLens",
+                     "#882255",
+                     "dup",
+                     /*primary_rank=*/2},
+            LabelRule{/*strict=*/false, /*causal_only=*/true}, BatchSource::probe) {}
 
  protected:
   at::Tensor targets(const BatchContext& context) const override { return earlier_occurrences(context); }

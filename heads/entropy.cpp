@@ -11,7 +11,13 @@ namespace {
 
 class EntropyClassifier : public MeanScoreClassifier {
  public:
-  EntropyClassifier() : MeanScoreClassifier("entropy", ScoreLabel{"broad", 0.8, /*strict=*/false}) {}
+  EntropyClassifier() : MeanScoreClassifier(HeadType{{{"entropy", "mean normalized entropy of a query's attention"}},
+                                                  "broad",
+                                                  {{"entropy", 0.8}},
+                                                  "Clark et al. 2019",
+                                                  "#999933",
+                                                  "broad",
+                                                  /*primary_rank=*/8}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     const std::int64_t length = attention.size(-1);

@@ -9,7 +9,13 @@ namespace {
 
 class FirstTokenClassifier : public MeanScoreClassifier {
  public:
-  FirstTokenClassifier() : MeanScoreClassifier("first_token", ScoreLabel{"first-token", 0.6, /*strict=*/false}) {}
+  FirstTokenClassifier() : MeanScoreClassifier(HeadType{{{"first_token", "mean A[i,0] over queries i ≥ 1"}},
+                                                       "first-token",
+                                                       {{"first_token", 0.6}},
+                                                       "Clark et al. 2019; attention sinks (Xiao et al. 2023)",
+                                                       "#44AA99",
+                                                       "first",
+                                                       /*primary_rank=*/7}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (attention.size(-1) < 2) return;

@@ -10,8 +10,16 @@ namespace {
 class InductionClassifier : public TargetAttentionClassifier {
  public:
   InductionClassifier()
-      : TargetAttentionClassifier("induction", ScoreLabel{"induction", 0.4, /*strict=*/false, /*causal_only=*/true},
-                                  BatchSource::probe) {}
+      : TargetAttentionClassifier(
+            HeadType{{{"induction",
+                       "probes [BOS] R R R R: mean weight on the token after earlier occurrences of the query's token"}},
+                     "induction",
+                     {{"induction", 0.4}},
+                     "Olsson et al. 2022; Bansal et al. 2023",
+                     "#CC6677",
+                     "ind",
+                     /*primary_rank=*/1},
+            LabelRule{/*strict=*/false, /*causal_only=*/true}, BatchSource::probe) {}
 
  protected:
   at::Tensor targets(const BatchContext& context) const override {

@@ -8,7 +8,10 @@ namespace {
 
 class InductionTextClassifier : public TargetAttentionClassifier {
  public:
-  InductionTextClassifier() : TargetAttentionClassifier("induction_text", std::nullopt, BatchSource::corpus) {}
+  InductionTextClassifier()
+      : TargetAttentionClassifier(
+            HeadType{{{"induction_text",
+                       "corpus: mean weight on the token after earlier occurrences of the query's token"}}}) {}
 
  protected:
   at::Tensor targets(const BatchContext& context) const override {

@@ -10,7 +10,7 @@ namespace {
 
 class MeanDistanceClassifier : public MeanScoreClassifier {
  public:
-  MeanDistanceClassifier() : MeanScoreClassifier("mean_distance", std::nullopt) {}
+  MeanDistanceClassifier() : MeanScoreClassifier(HeadType{{{"mean_distance", "mean Σ_j A[i,j]·|i−j| (tokens)"}}}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     RowSummary local;

@@ -6,17 +6,12 @@
 
 namespace headscan {
 
-MeanScoreClassifier::MeanScoreClassifier(std::string score, std::optional<ScoreLabel> label, BatchSource source)
-    : score_(std::move(score)), label_(std::move(label)), source_(source) {}
+MeanScoreClassifier::MeanScoreClassifier(HeadType type, LabelRule rule, BatchSource source)
+    : type_(std::move(type)), rule_(rule), source_(source) {}
 
 void MeanScoreClassifier::begin(const ModelShape& shape) {
   means_.resize(shape);
   causal_ = shape.causal;
-}
-
-Thresholds MeanScoreClassifier::default_thresholds() const {
-  if (!label_) return {};
-  return {{score_, label_->threshold}};
 }
 
 nlohmann::json MeanScoreClassifier::save() const { return means_.save(); }
@@ -24,11 +19,12 @@ nlohmann::json MeanScoreClassifier::save() const { return means_.save(); }
 void MeanScoreClassifier::merge(const nlohmann::json& saved) { means_.merge(saved); }
 
 void MeanScoreClassifier::finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const {
+  const std::string& name = type_.name();
   const double score = means_.mean(layer, head);
-  put_score(verdict.scores, score_.c_str(), score);
-  if (!label_ || std::isnan(score) || (label_->causal_only && !causal_)) return;
-  const double threshold = thresholds.at(score_);
-  if (label_->strict ? score > threshold : score >= threshold) verdict.labels.push_back(label_->label);
+  put_score(verdict.scores, name.c_str(), score);
+  if (type_.label.empty() || std::isnan(score) || (rule_.causal_only && !causal_)) return;
+  const double threshold = thresholds.at(name);
+  if (rule_.strict ? score > threshold : score >= threshold) verdict.labels.push_back(type_.label);
 }
 
 }  // namespace headscan

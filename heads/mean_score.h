@@ -3,30 +3,24 @@
 // entropy, confidence, mean_distance, self), optionally labelled at a threshold. Subclasses
 // compute the per-query values in observe() and add them to `means_`.
 
-#include <optional>
-#include <string>
-
 #include "heads/classifier.h"
 #include "heads/head_means.h"
 
 namespace headscan {
 
-struct ScoreLabel {
-  std::string label;          // e.g. "previous-token"
-  double threshold;           // default; heads.json and --threshold use the score's name
-  bool strict;                // label when score > threshold (else score >= threshold)
-  bool causal_only = false;   // label only heads of causal models
+// How a type with a label compares its score with the threshold of the score's name.
+struct LabelRule {
+  bool strict = false;       // label when score > threshold (else score >= threshold)
+  bool causal_only = false;  // label only heads of causal models
 };
 
 class MeanScoreClassifier : public HeadClassifier {
  public:
-  MeanScoreClassifier(std::string score, std::optional<ScoreLabel> label,
-                      BatchSource source = BatchSource::corpus);
+  // The mean is type.name(); when type.label is set, heads are labelled by `rule`.
+  MeanScoreClassifier(HeadType type, LabelRule rule = {}, BatchSource source = BatchSource::corpus);
 
-  std::string name() const override { return score_; }
-  Thresholds default_thresholds() const override;
-  bool wants_corpus() const override { return source_ == BatchSource::corpus; }
-  bool wants_probes() const override { return source_ == BatchSource::probe; }
+  HeadType type() const override { return type_; }
+  BatchSource source() const override { return source_; }
   void begin(const ModelShape& shape) override;
   nlohmann::json save() const override;
   void merge(const nlohmann::json& saved) override;
@@ -36,8 +30,8 @@ class MeanScoreClassifier : public HeadClassifier {
   HeadMeans means_;
 
  private:
-  std::string score_;
-  std::optional<ScoreLabel> label_;
+  HeadType type_;
+  LabelRule rule_;
   BatchSource source_;
   bool causal_ = true;
 };

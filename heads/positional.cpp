@@ -19,8 +19,15 @@ constexpr std::array<int, 4> kOffsets = {-1, 1, -2, 2};  // tie order: smaller |
 
 class PositionalClassifier : public HeadClassifier {
  public:
-  std::string name() const override { return "positional"; }
-  Thresholds default_thresholds() const override { return {{"positional", 0.8}}; }
+  HeadType type() const override {
+    return {{{"positional", "mean weight at the best offset d ∈ {−2,−1,+1,+2}"}},
+            "positional",
+            {{"positional", 0.8}},
+            "Voita et al. 2019",
+            "#88CCEE",
+            "pos",
+            /*primary_rank=*/6};
+  }
 
   void begin(const ModelShape& shape) override {
     for (auto& means : weights_) means.resize(shape);

@@ -10,7 +10,13 @@ namespace {
 class PreviousTokenClassifier : public MeanScoreClassifier {
  public:
   PreviousTokenClassifier()
-      : MeanScoreClassifier("previous_token", ScoreLabel{"previous-token", 0.5, /*strict=*/false}) {}
+      : MeanScoreClassifier(HeadType{{{"previous_token", "mean A[i,i-1] over queries i ≥ 1"}},
+                                     "previous-token",
+                                     {{"previous_token", 0.5}},
+                                     "Olsson et al. 2022",
+                                     "#332288",
+                                     "prev",
+                                     /*primary_rank=*/3}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (attention.size(-1) < 2) return;

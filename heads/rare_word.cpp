@@ -14,7 +14,15 @@ constexpr std::int64_t kMinimumKeys = 3;
 
 class RareWordClassifier : public MeanScoreClassifier {
  public:
-  RareWordClassifier() : MeanScoreClassifier("rare_word", ScoreLabel{"rare-word", 0.5, /*strict=*/true}) {}
+  RareWordClassifier()
+      : MeanScoreClassifier(HeadType{{{"rare_word", "share of queries whose argmax key is a visible token of maximal idf"}},
+                                     "rare-word",
+                                     {{"rare_word", 0.5}},
+                                     "Voita et al. 2019",
+                                     "#DDCC77",
+                                     "rare",
+                                     /*primary_rank=*/5},
+                            LabelRule{/*strict=*/true}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     // context.idf is -inf on special tokens and padding, so neither can hold the maximum.

@@ -8,28 +8,48 @@
 
 namespace headscan {
 
+namespace {
+
+using ClassifierFactory = std::unique_ptr<HeadClassifier> (*)();
+
+// Every head type, in the order their scores appear in heads.json. A new head type is its own
+// file (its statistics, its definition and its HeadType) plus one line here.
+constexpr ClassifierFactory kClassifiers[] = {
+    make_previous_token_classifier,
+    make_positional_classifier,
+    make_first_token_classifier,
+    make_entropy_classifier,
+    make_confidence_classifier,
+    make_mean_distance_classifier,
+    make_self_attention_classifier,
+    make_induction_classifier,
+    make_duplicate_token_classifier,
+    make_induction_text_classifier,
+    make_rare_word_classifier,
+    make_syntactic_classifier,
+};
+
+}  // namespace
+
 std::vector<std::unique_ptr<HeadClassifier>> make_classifiers() {
   std::vector<std::unique_ptr<HeadClassifier>> classifiers;
-  classifiers.push_back(make_previous_token_classifier());
-  classifiers.push_back(make_positional_classifier());
-  classifiers.push_back(make_first_token_classifier());
-  classifiers.push_back(make_entropy_classifier());
-  classifiers.push_back(make_confidence_classifier());
-  classifiers.push_back(make_mean_distance_classifier());
-  classifiers.push_back(make_self_attention_classifier());
-  classifiers.push_back(make_induction_classifier());
-  classifiers.push_back(make_duplicate_token_classifier());
-  classifiers.push_back(make_induction_text_classifier());
-  classifiers.push_back(make_rare_word_classifier());
-  classifiers.push_back(make_syntactic_classifier());
+  for (const ClassifierFactory make : kClassifiers) classifiers.push_back(make());
   return classifiers;
 }
 
-Thresholds resolve_thresholds(const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
-                              const Thresholds& overrides) {
+const std::vector<HeadType>& head_types() {
+  static const std::vector<HeadType> types = [] {
+    std::vector<HeadType> described;
+    for (const ClassifierFactory make : kClassifiers) described.push_back(make()->type());
+    return described;
+  }();
+  return types;
+}
+
+Thresholds resolve_thresholds(const Thresholds& overrides) {
   Thresholds thresholds;
-  for (const auto& classifier : classifiers) {
-    for (const auto& [name, value] : classifier->default_thresholds()) thresholds[name] = value;
+  for (const HeadType& type : head_types()) {
+    for (const auto& [name, value] : type.thresholds) thresholds[name] = value;
   }
   for (const auto& [name, value] : overrides) {
     if (thresholds.count(name) == 0) {
@@ -44,8 +64,17 @@ Thresholds resolve_thresholds(const std::vector<std::unique_ptr<HeadClassifier>>
 }
 
 const std::vector<std::string>& primary_label_order() {
-  static const std::vector<std::string> order = {"induction", "duplicate-token", "previous-token", "syntactic",
-                                                 "rare-word", "positional",      "first-token",    "broad"};
+  static const std::vector<std::string> order = [] {
+    std::vector<const HeadType*> labelled;
+    for (const HeadType& type : head_types()) {
+      if (!type.label.empty()) labelled.push_back(&type);
+    }
+    std::stable_sort(labelled.begin(), labelled.end(),
+                     [](const HeadType* a, const HeadType* b) { return a->primary_rank < b->primary_rank; });
+    std::vector<std::string> labels;
+    for (const HeadType* type : labelled) labels.push_back(type->label);
+    return labels;
+  }();
   return order;
 }
 
@@ -54,6 +83,12 @@ std::string primary_label(const std::vector<std::string>& labels) {
     if (std::find(labels.begin(), labels.end(), label) != labels.end()) return label;
   }
   return "none";
+}
+
+void sort_labels(std::vector<std::string>& labels) {
+  const auto& order = primary_label_order();
+  auto rank = [&](const std::string& label) { return std::find(order.begin(), order.end(), label) - order.begin(); };
+  std::stable_sort(labels.begin(), labels.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
 }
 
 }  // namespace headscan

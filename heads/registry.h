@@ -1,5 +1,5 @@
 #pragma once
-// The list of head classifiers and the rules that combine their labels.
+// The list of head types, their descriptions, and the rules that combine their labels.
 
 #include <memory>
 #include <string>
@@ -25,15 +25,21 @@ std::unique_ptr<HeadClassifier> make_syntactic_classifier();
 // Every classifier, in the order their scores appear in heads.json.
 std::vector<std::unique_ptr<HeadClassifier>> make_classifiers();
 
-// Defaults of every classifier, overridden by `overrides`. Throws InputError naming the valid
-// names when an override names no threshold.
-Thresholds resolve_thresholds(const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
-                              const Thresholds& overrides);
+// The description of every head type, in the same order.
+const std::vector<HeadType>& head_types();
 
-// Labels in the order that picks a head's primary label (DESIGN.md, "Head scores and labels").
+// Default thresholds of every head type, overridden by `overrides`. Throws InputError naming the
+// valid names when an override names no threshold.
+Thresholds resolve_thresholds(const Thresholds& overrides);
+
+// Labels in the order that picks a head's primary label (DESIGN.md, "Head scores and labels"):
+// the head types' labels by primary rank.
 const std::vector<std::string>& primary_label_order();
 
 // The first label of `labels` in primary order, or "none".
 std::string primary_label(const std::vector<std::string>& labels);
+
+// Sorts labels into primary order, so that the first one is the primary label.
+void sort_labels(std::vector<std::string>& labels);
 
 }  // namespace headscan

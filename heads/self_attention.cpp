@@ -9,7 +9,7 @@ namespace {
 
 class SelfAttentionClassifier : public MeanScoreClassifier {
  public:
-  SelfAttentionClassifier() : MeanScoreClassifier("self", std::nullopt) {}
+  SelfAttentionClassifier() : MeanScoreClassifier(HeadType{{{"self", "mean A[i,i]"}}}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     means_.add(layer, attention.diagonal(/*offset=*/0, /*dim1=*/-2, /*dim2=*/-1), context.valid);

@@ -7,27 +7,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "heads/registry.h"
-
 namespace headscan {
-
-namespace {
-
-// Labels in primary order, so that the first label is the primary one.
-void sort_labels(std::vector<std::string>& labels) {
-  const auto& order = primary_label_order();
-  auto rank = [&](const std::string& label) {
-    return std::find(order.begin(), order.end(), label) - order.begin();
-  };
-  std::stable_sort(labels.begin(), labels.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
-}
-
-}  // namespace
 
 nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus,
                                        const ProbeSummary& probes, const Thresholds& thresholds,
-                               const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
-                               const RunSummary& run, const std::vector<std::string>& warnings) {
+                                       nlohmann::ordered_json heads, const RunSummary& run,
+                                       const std::vector<std::string>& warnings) {
   nlohmann::ordered_json document;
   document["headscan_version"] = HEADSCAN_VERSION;
   document["model"] = {{"path", model.path},
@@ -69,23 +54,6 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
   if (!probes.skipped_because.empty()) document["probes"]["skipped_because"] = probes.skipped_because;
   document["thresholds"] = thresholds;
 
-  const int group_size = model.kv_heads > 0 ? std::max(1, model.heads / model.kv_heads) : 1;
-  nlohmann::ordered_json heads = nlohmann::ordered_json::array();
-  for (int layer = 0; layer < model.layers; ++layer) {
-    for (int head = 0; head < model.heads; ++head) {
-      nlohmann::ordered_json scores = nlohmann::ordered_json::object();
-      std::vector<std::string> labels;
-      HeadVerdict verdict{scores, labels};
-      for (const auto& classifier : classifiers) classifier->finalize(layer, head, thresholds, verdict);
-      sort_labels(labels);
-      heads.push_back({{"layer", layer},
-                       {"head", head},
-                       {"kv_group", head / group_size},
-                       {"primary", primary_label(labels)},
-                       {"labels", labels},
-                       {"scores", std::move(scores)}});
-    }
-  }
   document["heads"] = std::move(heads);
   document["warnings"] = warnings;
   const double rate = run.seconds > 0 ? static_cast<double>(corpus.tokens) / run.seconds : 0.0;

@@ -4,13 +4,12 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "heads/classifier.h"
+#include "heads/head_type.h"
 
 namespace headscan {
 
@@ -62,10 +61,10 @@ struct RunSummary {
   std::uint64_t seed = 0;
 };
 
+// The document, with `heads` from ClassifierSet::finalize() (heads/classifier_set.h).
 nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSummary& corpus,
                                        const ProbeSummary& probes, const Thresholds& thresholds,
-                               const std::vector<std::unique_ptr<HeadClassifier>>& classifiers,
-                               const RunSummary& run, const std::vector<std::string>& warnings);
+                                       nlohmann::ordered_json heads, const RunSummary& run, const std::vector<std::string>& warnings);
 
 // Writes `document` as indented JSON; throws std::runtime_error when the file cannot be written.
 void write_json_file(const nlohmann::ordered_json& document, const std::filesystem::path& path);

@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <map>
+#include <string>
+
+#include "heads/registry.h"
 
 namespace headscan {
 
@@ -35,30 +37,36 @@ std::string to_hex(const Rgb& colour) {
 }
 
 const std::vector<std::string>& report_labels() {
-  static const std::vector<std::string> labels = {"induction", "duplicate-token", "previous-token",
-                                                  "syntactic", "rare-word",       "positional",
-                                                  "first-token", "broad",         "none"};
+  static const std::vector<std::string> labels = [] {
+    std::vector<std::string> all = primary_label_order();
+    all.emplace_back("none");
+    return all;
+  }();
   return labels;
 }
 
+namespace {
+
+const HeadType* labelled_type(std::string_view label) {
+  for (const HeadType& type : head_types()) {
+    if (!type.label.empty() && type.label == label) return &type;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Rgb label_colour(std::string_view label) {
-  // Paul Tol, "muted" qualitative scheme (personal.sron.nl/~pault/#sec:qualitative), pale grey
-  // for heads without a label.
-  static const std::array<unsigned, 9> colours = {0xCC6677, 0x882255, 0x332288, 0x117733, 0xDDCC77,
-                                                  0x88CCEE, 0x44AA99, 0x999933, 0xDDDDDD};
-  const auto& labels = report_labels();
-  const auto found = std::find(labels.begin(), labels.end(), label);
-  const std::size_t index = found == labels.end() ? labels.size() - 1 : static_cast<std::size_t>(found - labels.begin());
-  return from_hex(colours[index]);
+  // Heads without a label are pale grey; each head type brings its label's colour.
+  const HeadType* type = labelled_type(label);
+  if (type == nullptr || type->colour.size() != 7) return from_hex(0xDDDDDD);
+  return from_hex(static_cast<unsigned>(std::stoul(type->colour.substr(1), nullptr, 16)));
 }
 
 std::string label_tag(const std::string& label) {
-  static const std::map<std::string, std::string> tags = {
-      {"induction", "ind"}, {"duplicate-token", "dup"}, {"previous-token", "prev"}, {"syntactic", "syn"},
-      {"rare-word", "rare"}, {"positional", "pos"},     {"first-token", "first"},   {"broad", "broad"},
-      {"none", ""}};
-  const auto found = tags.find(label);
-  return found == tags.end() ? label.substr(0, 5) : found->second;
+  if (label == "none") return "";
+  const HeadType* type = labelled_type(label);
+  return type != nullptr ? type->tag : label.substr(0, 5);
 }
 
 Rgb text_colour_on(const Rgb& background) {

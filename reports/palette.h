@@ -16,10 +16,10 @@ struct Rgb {
 // "#rrggbb"
 std::string to_hex(const Rgb& colour);
 
-// Labels in primary order (DESIGN.md, "Head scores and labels"), then "none".
+// Labels in primary order (heads/registry.h), then "none".
 const std::vector<std::string>& report_labels();
 
-// The colour of a label; an unknown label gets the colour of "none".
+// The colour of a label, as its head type describes it; an unknown label gets the colour of "none".
 Rgb label_colour(std::string_view label);
 
 // A short tag for map cells ("prev", "ind", …; "" for none), so that maps read without telling

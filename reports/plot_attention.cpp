@@ -50,28 +50,6 @@ std::size_t attention_plots_per_head(const ReportData& data, std::size_t example
   return std::min(per_head, examples);
 }
 
-double probe_induction_score(const std::vector<ExampleSequence>& probes, int layer, int head) {
-  double sum = 0;
-  std::size_t queries = 0;
-  for (const auto& probe : probes) {
-    const std::size_t length = probe.tokens.size();
-    for (std::size_t i = 1; i < length; ++i) {
-      double weight = 0;
-      bool seen = false;
-      for (std::size_t s = 1; s < i; ++s) {
-        if (probe.tokens[s] != probe.tokens[i]) continue;
-        seen = true;
-        weight += probe.weight(layer, head, i, s + 1);
-      }
-      if (seen) {
-        sum += weight;
-        ++queries;
-      }
-    }
-  }
-  return queries ? sum / static_cast<double>(queries) : 0.0;
-}
-
 void plot_attention(const ExampleSequence& example, int layer, int head, const std::string& title,
                     const std::filesystem::path& path) {
   const std::size_t length = example.tokens.size();
@@ -148,14 +126,11 @@ void plot_attention(const ExampleSequence& example, int layer, int head, const s
 }
 
 bool plot_induction(const ReportData& data, const std::vector<ExampleSequence>& probes, const std::filesystem::path& path) {
-  if (probes.empty()) return false;
   const ScoreColumn* induction = data.score("induction");
-  std::vector<std::pair<double, std::size_t>> ranked;  // (score, head index)
+  if (probes.empty() || induction == nullptr) return false;
+  std::vector<std::pair<double, std::size_t>> ranked;  // (score, head index), heads with a score
   for (std::size_t i = 0; i < data.head_list.size(); ++i) {
-    const auto& info = data.head_list[i];
-    const double score = induction && induction->values[i] ? *induction->values[i]
-                                                           : probe_induction_score(probes, info.layer, info.head);
-    ranked.emplace_back(score, i);
+    if (induction->values[i]) ranked.emplace_back(*induction->values[i], i);
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   const std::size_t shown = std::min<std::size_t>(6, ranked.size());
@@ -189,8 +164,7 @@ bool plot_induction(const ReportData& data, const std::vector<ExampleSequence>& 
     const auto& info = data.head_list[ranked[n].second];
     const double x = 20 + static_cast<double>(n % 3) * (panel + 40);
     const double y = 100 + static_cast<double>(n / 3) * (panel + 60);
-    const std::string source = induction && induction->values[ranked[n].second] ? "induction" : "probe stripe";
-    canvas.text(fmt::format("{}  {} {}", info.id(), source, format_number(ranked[n].first)), x, y - 24, title);
+    canvas.text(fmt::format("{}  induction {}", info.id(), format_number(ranked[n].first)), x, y - 24, title);
     const std::vector<double> mean = mean_probe_attention(probes, info.layer, info.head);
     for (std::size_t q = 0; q < length; ++q) {
       for (std::size_t k = 0; k < length; ++k) {

@@ -29,14 +29,10 @@ void plot_layer_summary(const ReportData& data, const std::filesystem::path& pat
 void plot_attention(const ExampleSequence& example, int layer, int head, const std::string& title,
                     const std::filesystem::path& path);
 
-// Heads ranked by "induction" from heads.json when present, else by the stripe score measured on
-// the probes; false (and nothing written) without probes.
+// The heads with the highest "induction" score of heads.json; false (and nothing written) without
+// probes or induction scores.
 bool plot_induction(const ReportData& data, const std::vector<ExampleSequence>& probes,
                     const std::filesystem::path& path);
-
-// The stripe score of a head on probe sequences: mean over queries whose token occurred before of
-// Σ_s A[i, s+1] over earlier occurrences s (DESIGN.md, `induction`).
-double probe_induction_score(const std::vector<ExampleSequence>& probes, int layer, int head);
 
 // The layer × head grid shared by the label map and the score heatmaps: layers are rows (layer 0
 // on top), heads columns.

@@ -9,33 +9,30 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "heads/registry.h"
+
 namespace headscan {
 
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-struct KnownScore {
-  const char* name;
-  const char* meaning;
-};
-
-// Columns in the order of the primary labels they feed, then the descriptive scores.
-const std::vector<KnownScore>& known_scores() {
-  static const std::vector<KnownScore> scores = {
-      {"induction", "probes [BOS] R R R R: mean weight on the token after earlier occurrences of the query's token"},
-      {"duplicate_token", "probes: mean weight on earlier occurrences of the query's token"},
-      {"previous_token", "mean A[i,i-1] over queries i ≥ 1"},
-      {"syntactic", "best accuracy − baseline over dependency relations (Clark et al. 2019)"},
-      {"rare_word", "share of queries whose argmax key is a visible token of maximal idf"},
-      {"positional", "mean weight at the best offset d ∈ {−2,−1,+1,+2}"},
-      {"first_token", "mean A[i,0] over queries i ≥ 1"},
-      {"entropy", "mean normalized entropy of a query's attention"},
-      {"confidence", "mean max_j A[i,j]"},
-      {"mean_distance", "mean Σ_j A[i,j]·|i−j| (tokens)"},
-      {"self", "mean A[i,i]"},
-      {"induction_text", "corpus: mean weight on the token after earlier occurrences of the query's token"},
-  };
+// Every score a head type describes, with its meaning: first the scores of the types that give a
+// label, in primary order, then the others in heads.json order.
+const std::vector<ScoreDescription>& known_scores() {
+  static const std::vector<ScoreDescription> scores = [] {
+    std::vector<const HeadType*> types;
+    for (const HeadType& type : head_types()) types.push_back(&type);
+    std::stable_sort(types.begin(), types.end(), [](const HeadType* a, const HeadType* b) {
+      const bool a_labels = !a->label.empty();
+      const bool b_labels = !b->label.empty();
+      if (a_labels != b_labels) return a_labels;
+      return a_labels && a->primary_rank < b->primary_rank;
+    });
+    std::vector<ScoreDescription> described;
+    for (const HeadType* type : types) described.insert(described.end(), type->scores.begin(), type->scores.end());
+    return described;
+  }();
   return scores;
 }
 

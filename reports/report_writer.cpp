@@ -61,7 +61,7 @@ void write_reports(const std::filesystem::path& directory, const nlohmann::order
     check_examples(probes, data, "probe");
     ReportContents contents;
     contents.plots = options.plots;
-    contents.induction_plot = options.plots && !probes.empty();
+    contents.induction_plot = options.plots && !probes.empty() && data.score("induction") != nullptr;
     contents.attention_plots = options.plots ? attention_plots_per_head(data, examples.size()) : 0;
     contents.viewer = select_viewer_examples(examples, probes, data.layers, data.heads);
     if (options.plots) write_plots(directory, data, examples, probes, contents);

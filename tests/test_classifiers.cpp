@@ -42,7 +42,7 @@ struct Batch {
 nlohmann::ordered_json finalize(const HeadClassifier& classifier, int layer, int head, std::vector<std::string>& labels) {
   nlohmann::ordered_json scores = nlohmann::ordered_json::object();
   HeadVerdict verdict{scores, labels};
-  const Thresholds thresholds = resolve_thresholds(make_classifiers(), {});
+  const Thresholds thresholds = resolve_thresholds({});
   classifier.finalize(layer, head, thresholds, verdict);
   return scores;
 }
@@ -54,12 +54,12 @@ TEST_CASE("scores count real queries only", "[classifiers]") {
   auto classifiers = make_classifiers();
   for (auto& classifier : classifiers) {
     classifier->begin(ModelShape{1, 2});
-    if (classifier->wants_corpus()) classifier->observe(0, batch.attention, batch.context());
+    if (classifier->source() == BatchSource::corpus) classifier->observe(0, batch.attention, batch.context());
   }
   std::vector<std::string> labels;
   nlohmann::ordered_json scores = nlohmann::ordered_json::object();
   HeadVerdict verdict{scores, labels};
-  const Thresholds thresholds = resolve_thresholds(classifiers, {});
+  const Thresholds thresholds = resolve_thresholds({});
   for (const auto& classifier : classifiers) classifier->finalize(0, 0, thresholds, verdict);
   // Head 0: content queries 1..4 and 1..2 all attend i-1; query 0 attends itself.
   CHECK(scores["previous_token"].get<double>() == Approx(1.0));
@@ -111,14 +111,13 @@ TEST_CASE("statistics of two halves merge into those of the whole", "[classifier
 }
 
 TEST_CASE("thresholds and primary labels", "[classifiers]") {
-  const auto classifiers = make_classifiers();
-  const Thresholds defaults = resolve_thresholds(classifiers, {});
+  const Thresholds defaults = resolve_thresholds({});
   CHECK(defaults.at("previous_token") == 0.5);
   CHECK(defaults.at("positional") == 0.8);
   CHECK(defaults.at("first_token") == 0.6);
   CHECK(defaults.at("entropy") == 0.8);
-  CHECK(resolve_thresholds(classifiers, {{"positional", 0.9}}).at("positional") == 0.9);
-  CHECK_THROWS_WITH(resolve_thresholds(classifiers, {{"positionl", 0.9}}),
+  CHECK(resolve_thresholds({{"positional", 0.9}}).at("positional") == 0.9);
+  CHECK_THROWS_WITH(resolve_thresholds({{"positionl", 0.9}}),
                     Catch::Contains("positionl") && Catch::Contains("previous_token"));
   CHECK(primary_label({"broad", "positional", "previous-token"}) == "previous-token");
   CHECK(primary_label({"first-token", "broad"}) == "first-token");

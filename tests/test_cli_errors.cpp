@@ -87,7 +87,7 @@ std::string small_corpus(const TempDir& work) { return work.write("corpus.txt", 
 
 }  // namespace
 
-TEST_CASE("cli: a corpus run succeeds: exit 0 and a heads.json for every head", "[cli][errors]") {
+TEST_CASE("cli: a corpus run succeeds: exit 0 and a heads.json for every head", "[cli][errors][e2e]") {
   TempDir work;
   const CommandResult result =
       run_headscan({fixture("gpt2.pt"), small_corpus(work), "-o", (work / "report").string(), "--quiet"});
@@ -114,7 +114,7 @@ TEST_CASE("cli: a missing model file is reported by name", "[cli][errors]") {
   }
 }
 
-TEST_CASE("cli: a file that is not a TorchScript archive is rejected", "[cli][errors]") {
+TEST_CASE("cli: a file that is not a TorchScript archive is rejected", "[cli][errors][e2e]") {
   TempDir work;
   const std::string corpus = small_corpus(work);
 
@@ -149,14 +149,14 @@ TEST_CASE("cli: a file that is not a TorchScript archive is rejected", "[cli][er
   }
 }
 
-TEST_CASE("cli: a model without attention softmax is rejected", "[cli][errors]") {
+TEST_CASE("cli: a model without attention softmax is rejected", "[cli][errors][e2e]") {
   TempDir work;
   const CommandResult result = run_expecting_input_error(work, {fixture("no_attention.pt"), small_corpus(work)});
   CHECK_THAT(result.err, Contains("no_attention.pt") && Contains("found no attention") &&
                              Contains("0 softmax op(s)") && Contains("eager attention"));
 }
 
-TEST_CASE("cli: a model with fused attention names the op and how to export without it", "[cli][errors]") {
+TEST_CASE("cli: a model with fused attention names the op and how to export without it", "[cli][errors][e2e]") {
   TempDir work;
   const std::string corpus = small_corpus(work);
 
@@ -172,7 +172,7 @@ TEST_CASE("cli: a model with fused attention names the op and how to export with
   }
 }
 
-TEST_CASE("cli: a forward that does not take int64 [B,T] ids shows its signature", "[cli][errors]") {
+TEST_CASE("cli: a forward that does not take int64 [B,T] ids shows its signature", "[cli][errors][e2e]") {
   TempDir work;
   const CommandResult result = run_expecting_input_error(work, {fixture("float_input.pt"), small_corpus(work)});
   CHECK_THAT(result.err, Contains("float_input.pt") && Contains("expected forward(input_ids)") &&
@@ -180,7 +180,7 @@ TEST_CASE("cli: a forward that does not take int64 [B,T] ids shows its signature
                              Contains("wrapper module"));
 }
 
-TEST_CASE("cli: a token id beyond the embedding says the tokenizer does not match", "[cli][errors]") {
+TEST_CASE("cli: a token id beyond the embedding says the tokenizer does not match", "[cli][errors][e2e]") {
   TempDir work;
   // small_embedding.pt has 16 token rows; its embedded tokenizer gives w63 the id 63.
   const std::string corpus = work.write("corpus.txt", "w3 w4 w63 w5\nw6 w7\n");
@@ -189,7 +189,7 @@ TEST_CASE("cli: a token id beyond the embedding says the tokenizer does not matc
                              Contains("the tokenizer does not match the model") && Contains("--tokenizer"));
 }
 
-TEST_CASE("cli: an empty corpus is rejected", "[cli][errors]") {
+TEST_CASE("cli: an empty corpus is rejected", "[cli][errors][e2e]") {
   TempDir work;
 
   SECTION("only blank lines") {
@@ -210,7 +210,7 @@ TEST_CASE("cli: an empty corpus is rejected", "[cli][errors]") {
   }
 }
 
-TEST_CASE("cli: a binary file as corpus is rejected", "[cli][errors]") {
+TEST_CASE("cli: a binary file as corpus is rejected", "[cli][errors][e2e]") {
   TempDir work;
   const std::string corpus = work.write("corpus.txt", std::string("w3 w4\0w5 w6\n", 12));
   const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
@@ -218,7 +218,7 @@ TEST_CASE("cli: a binary file as corpus is rejected", "[cli][errors]") {
                              Contains("binary data (NUL byte at offset 5)"));
 }
 
-TEST_CASE("cli: malformed CoNLL-U is reported with its line", "[cli][errors]") {
+TEST_CASE("cli: malformed CoNLL-U is reported with its line", "[cli][errors][e2e]") {
   TempDir work;
   const std::string good = "1\tw3\t_\t_\t_\t_\t2\tnsubj\t_\t_\n2\tw4\t_\t_\t_\t_\t0\troot\t_\t_\n\n";
   SECTION("a HEAD beyond the sentence, in the second sentence") {
@@ -234,7 +234,7 @@ TEST_CASE("cli: malformed CoNLL-U is reported with its line", "[cli][errors]") {
   }
 }
 
-TEST_CASE("cli: an existing non-empty output directory is replaced only with --force", "[cli][errors]") {
+TEST_CASE("cli: an existing non-empty output directory is replaced only with --force", "[cli][errors][e2e]") {
   TempDir work;
   const std::string corpus = small_corpus(work);
   fs::create_directories(work / "report" / "old");
@@ -260,7 +260,7 @@ TEST_CASE("cli: an existing non-empty output directory is replaced only with --f
   }
 }
 
-TEST_CASE("cli: an output directory that cannot be written is rejected", "[cli][errors]") {
+TEST_CASE("cli: an output directory that cannot be written is rejected", "[cli][errors][e2e]") {
   TempDir work;
   const std::string corpus = small_corpus(work);
   work.write("file.txt", "a regular file\n");
@@ -278,7 +278,7 @@ TEST_CASE("cli: an output directory that cannot be written is rejected", "[cli][
   }
 }
 
-TEST_CASE("cli: a model without a tokenizer asks for --tokenizer", "[cli][errors]") {
+TEST_CASE("cli: a model without a tokenizer asks for --tokenizer", "[cli][errors][e2e]") {
   TempDir work;
   const std::string corpus = small_corpus(work);
 
@@ -302,7 +302,7 @@ TEST_CASE("cli: a model without a tokenizer asks for --tokenizer", "[cli][errors
   }
 }
 
-TEST_CASE("cli: bad usage exits 2 with a message", "[cli][errors]") {
+TEST_CASE("cli: bad usage exits 2 with a message", "[cli][errors][e2e]") {
   TempDir work;
   const std::string corpus = small_corpus(work);
   const std::string model = fixture("gpt2.pt");
@@ -348,7 +348,7 @@ TEST_CASE("cli: bad usage exits 2 with a message", "[cli][errors]") {
   }
 }
 
-TEST_CASE("cli: --help lists every option and --version prints the version", "[cli][errors]") {
+TEST_CASE("cli: --help lists every option and --version prints the version", "[cli][errors][e2e]") {
   SECTION("--help") {
     const CommandResult result = run_headscan({"--help"});
     CHECK(result.exit_code == 0);
@@ -361,5 +361,33 @@ TEST_CASE("cli: --help lists every option and --version prints the version", "[c
     const CommandResult result = run_headscan({"--version"});
     CHECK(result.exit_code == 0);
     CHECK(result.out == "headscan 0.1.0\n");
+  }
+}
+
+TEST_CASE("a model contract broken mid-run is bad input; running out of memory is a failure", "[cli][errors][e2e]") {
+  TempDir dir;
+  // 70 words: windows of 71 tokens, longer than the 32-token shape probe.
+  const std::string corpus = dir.write("long.txt", word_corpus({70, 70, 70}));
+  const std::vector<std::string> quick = {"-q", "--no-html", "--no-plots", "--parser", "none"};
+  auto analyse = [&](const std::string& model, const std::string& out) {
+    std::vector<std::string> args = {fixture(model), corpus, "-o", (dir / out).string()};
+    args.insert(args.end(), quick.begin(), quick.end());
+    return run_headscan(args);
+  };
+
+  SECTION("attention layers that depend on the input: exit 2") {
+    const CommandResult result = analyse("depth_by_length.pt", "depth");
+    CHECK(result.exit_code == kExitBadInput);
+    CHECK_THAT(result.err, StartsWith("headscan: error: ") && Contains("depth_by_length.pt") &&
+                               Contains("corpus line 1") && Contains("layer 2") && Contains("2 layers"));
+    CHECK_FALSE(fs::exists(dir / "depth"));
+  }
+  SECTION("an allocation that fails inside the forward: exit 1") {
+    const CommandResult result = analyse("oom_on_long.pt", "oom");
+    CHECK(result.exit_code == 1);
+    CHECK_THAT(result.err, StartsWith("headscan: failed: ") && Contains("out of memory") &&
+                               Contains("can't allocate memory") && Contains("--batch-size"));
+    CHECK_THAT(result.err, !Contains("Traceback"));
+    CHECK_FALSE(fs::exists(dir / "oom"));
   }
 }

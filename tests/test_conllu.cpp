@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/conllu.h"
+#include "analyzer/corpus/conllu.h"
 #include "analyzer/errors.h"
 #include "tests/fixtures.h"
 

@@ -5,14 +5,14 @@
 #undef CHECK
 #include <catch2/catch.hpp>
 
-#include "analyzer/examples.h"
-#include "analyzer/model.h"
-#include "analyzer/tokenizer.h"
+#include "analyzer/run/examples.h"
+#include "analyzer/model/model.h"
+#include "analyzer/tokenizers/tokenizer.h"
 #include "tests/fixtures.h"
 
 using namespace headscan;
 
-TEST_CASE("examples recorded in a causal batch equal the prefix run alone", "[examples]") {
+TEST_CASE("examples recorded in a causal batch equal the prefix run alone", "[examples][e2e]") {
   torch::NoGradGuard no_grad;
   auto model = InstrumentedModel::load(testing::fixture("gpt2.pt"));
   const auto tokenizer = tokenizer_from_hf_json(model->embedded_tokenizer(), "gpt2.pt:tokenizer.json");

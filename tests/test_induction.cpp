@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/analysis.h"
+#include "analyzer/run/analysis.h"
 #include "tests/fixtures.h"
 
 using headscan::testing::fixture;
@@ -27,6 +27,7 @@ nlohmann::json analyse(const std::string& model, const std::string& corpus, cons
   options.progress = false;
   options.html = false;
   options.plots = false;
+  options.parser = "none";
   headscan::run_analysis(options);
   return read_json(dir / report / "heads.json");
 }
@@ -85,7 +86,7 @@ using Names = std::vector<std::string>;
 
 }  // namespace
 
-TEST_CASE("a planted two-layer induction circuit is found exactly", "[induction]") {
+TEST_CASE("a planted two-layer induction circuit is found exactly", "[induction][e2e]") {
   TempDir dir;
   const auto report = analyse(fixture("induction_circuit.pt"), fixture("rare_word_corpus.txt"), dir);
   REQUIRE(report["probes"]["count"] == 10);
@@ -125,7 +126,7 @@ TEST_CASE("a planted two-layer induction circuit is found exactly", "[induction]
   }
 }
 
-TEST_CASE("a model with max_length 40 still gets valid probes", "[induction]") {
+TEST_CASE("a model with max_length 40 still gets valid probes", "[induction][e2e]") {
   TempDir dir;
   const auto report = analyse(fixture("induction_short.pt"), fixture("rare_word_corpus.txt"), dir);
   CHECK(report["probes"]["count"] == 10);
@@ -139,7 +140,7 @@ TEST_CASE("a model with max_length 40 still gets valid probes", "[induction]") {
   CHECK(head(report, 1, 2)["scores"]["duplicate_token"].get<double>() == Approx(offset_duplicate).margin(0.01));
 }
 
-TEST_CASE("a bidirectional model gets no induction or duplicate-token label", "[induction]") {
+TEST_CASE("a bidirectional model gets no induction or duplicate-token label", "[induction][e2e]") {
   TempDir dir;
   const auto report = analyse(fixture("bidirectional_circuit.pt"), fixture("rare_word_corpus.txt"), dir);
   REQUIRE(report["model"]["causal"] == false);
@@ -148,7 +149,7 @@ TEST_CASE("a bidirectional model gets no induction or duplicate-token label", "[
   CHECK(labelled(report, "duplicate-token").empty());
 }
 
-TEST_CASE("a planted rare-word head", "[induction][rare_word]") {
+TEST_CASE("a planted rare-word head", "[induction][rare_word][e2e]") {
   TempDir dir;
   const auto report = analyse(fixture("rare_word.pt"), fixture("rare_word_corpus.txt"), dir);
   CHECK(report["corpus"]["idf"]["documents"] == 300);
@@ -173,7 +174,7 @@ TEST_CASE("a planted rare-word head", "[induction][rare_word]") {
   }
 }
 
-TEST_CASE("the demo model reproduces the two-layer induction result", "[induction][demo]") {
+TEST_CASE("the demo model reproduces the two-layer induction result", "[induction][demo][e2e]") {
   TempDir dir;
   const std::string data = std::string(HEADSCAN_SOURCE_DIR) + "/data/";
   const auto report = analyse(data + "demo.pt", data + "demo_corpus.txt", dir);

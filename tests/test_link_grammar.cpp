@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/link_grammar_parser.h"
+#include "analyzer/corpus/link_grammar_parser.h"
 
 namespace headscan {
 namespace {

@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/analysis.h"
+#include "analyzer/run/analysis.h"
 #include "tests/fixtures.h"
 
 using headscan::testing::fixture;
@@ -130,6 +130,8 @@ nlohmann::json analyse(const std::string& model, std::int64_t batch_size, const 
   options.output_dir = (dir / report).string();
   options.batch_size = batch_size;
   options.progress = false;
+  options.html = options.plots = false;  // heads.json is what these tests examine
+  options.parser = "none";
   headscan::run_analysis(options);
   return read_json(dir / report / "heads.json");
 }
@@ -166,7 +168,7 @@ void check_planted_heads(const nlohmann::json& report, const std::vector<std::ve
 
 }  // namespace
 
-TEST_CASE("planted heads are found in every architecture style", "[planted]") {
+TEST_CASE("planted heads are found in every architecture style", "[planted][e2e]") {
   TempDir dir;
   SECTION("GPT-2 style: fused qkv, masked_fill(-inf)") {
     const auto report = analyse("gpt2.pt", 3, dir);
@@ -203,7 +205,7 @@ TEST_CASE("planted heads are found in every architecture style", "[planted]") {
   }
 }
 
-TEST_CASE("traced and scripted exports of one model give identical heads", "[planted]") {
+TEST_CASE("traced and scripted exports of one model give identical heads", "[planted][e2e]") {
   TempDir dir;
   const auto scripted = analyse("gpt2.pt", 4, dir, "scripted");
   const auto traced = analyse("gpt2_traced.pt", 4, dir, "traced");
@@ -212,7 +214,7 @@ TEST_CASE("traced and scripted exports of one model give identical heads", "[pla
   CHECK(scripted["thresholds"] == traced["thresholds"]);
 }
 
-TEST_CASE("batching and padding do not change the scores", "[planted]") {
+TEST_CASE("batching and padding do not change the scores", "[planted][e2e]") {
   TempDir dir;
   for (const std::string model : {"gpt2.pt", "bert.pt"}) {
     INFO(model);
@@ -228,7 +230,7 @@ TEST_CASE("batching and padding do not change the scores", "[planted]") {
   }
 }
 
-TEST_CASE("heads.json is deterministic apart from run", "[planted]") {
+TEST_CASE("heads.json is deterministic apart from run", "[planted][e2e]") {
   TempDir dir;
   auto first = analyse("llama.pt", 3, dir, "first");
   auto second = analyse("llama.pt", 3, dir, "second");
@@ -237,13 +239,15 @@ TEST_CASE("heads.json is deterministic apart from run", "[planted]") {
   CHECK(first == second);
 }
 
-TEST_CASE("thresholds can be changed and are written to heads.json", "[planted]") {
+TEST_CASE("thresholds can be changed and are written to heads.json", "[planted][e2e]") {
   TempDir dir;
   headscan::AnalysisOptions options;
   options.model_path = fixture("gpt2.pt");
   options.corpus_path = dir.write("corpus.txt", word_corpus(kLineWords));
   options.output_dir = (dir / "report").string();
   options.progress = false;
+  options.html = options.plots = false;
+  options.parser = "none";
   options.thresholds = {{"entropy", 1.01}, {"first_token", 0.05}};
   headscan::run_analysis(options);
   const auto report = read_json(dir / "report" / "heads.json");

@@ -173,7 +173,7 @@ TEST_CASE("heads.json fields may be absent, null or objects", "[reports]") {
   CHECK(read_file(directory.path / "heads" / "L0H0.html").find("nsubj") != std::string::npos);
 }
 
-TEST_CASE("the report has its pages, data and plots", "[reports]") {
+TEST_CASE("the report has its pages, data and plots", "[reports][e2e]") {
   const Fixture fixture(2, 4, FixtureText::plain, 4, 14);
   TempDir directory("files");
   write_reports(directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{});
@@ -234,7 +234,7 @@ TEST_CASE("the report has its pages, data and plots", "[reports]") {
   }
 }
 
-TEST_CASE("token labels render in any script", "[reports]") {
+TEST_CASE("token labels render in any script", "[reports][e2e]") {
   const PngCanvas canvas(1, 1);
   TextStyle style;
   CHECK(canvas.unknown_glyphs("你好 世界 注意力", style) == 0);
@@ -251,7 +251,7 @@ TEST_CASE("token labels render in any script", "[reports]") {
   CHECK(png.width > 16 * 40);
 }
 
-TEST_CASE("markup in the corpus and the model stays text", "[reports]") {
+TEST_CASE("markup in the corpus and the model stays text", "[reports][e2e]") {
   const Fixture fixture(2, 4, FixtureText::hostile, 2, 16);
   TempDir directory("hostile");
   write_reports(directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{});
@@ -270,7 +270,7 @@ TEST_CASE("markup in the corpus and the model stays text", "[reports]") {
   CHECK(examples.find("\\u003cscript\\u003ealert(1)\\u003c/script\\u003e") != std::string::npos);
 }
 
-TEST_CASE("reports without HTML or without plots (--no-html, --no-plots)", "[reports]") {
+TEST_CASE("reports without HTML or without plots (--no-html, --no-plots)", "[reports][e2e]") {
   const Fixture fixture(1, 2, FixtureText::plain, 2, 8);
   SECTION("plots only") {
     TempDir directory("plots-only");
@@ -296,7 +296,7 @@ TEST_CASE("reports without HTML or without plots (--no-html, --no-plots)", "[rep
   }
 }
 
-TEST_CASE("examples of the wrong shape are refused", "[reports]") {
+TEST_CASE("examples of the wrong shape are refused", "[reports][e2e]") {
   Fixture fixture(1, 2, FixtureText::plain, 1, 8);
   fixture.examples[0].attention.pop_back();
   TempDir directory("shape");
@@ -324,7 +324,7 @@ TEST_CASE("the report's size does not depend on the corpus", "[reports]") {
   }
 }
 
-TEST_CASE("weights are quantized to bytes and base64", "[reports]") {
+TEST_CASE("weights are quantized to bytes and base64", "[reports][e2e]") {
   CHECK(base64({}) == "");
   CHECK(base64({'M'}) == "TQ==");
   CHECK(base64({'M', 'a'}) == "TWE=");

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "analyzer/errors.h"
-#include "analyzer/tokenizer.h"
+#include "analyzer/tokenizers/tokenizer.h"
 #include "tests/fixtures.h"
 
 using headscan::testing::TempDir;

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "analyzer/sequences.h"
+#include "analyzer/run/sequences.h"
 
 using headscan::Batcher;
 using headscan::make_sequences;

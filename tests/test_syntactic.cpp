@@ -11,11 +11,11 @@
 #undef CHECK
 #include <catch2/catch.hpp>
 
-#include "analyzer/analysis.h"
-#include "analyzer/conllu.h"
-#include "analyzer/link_grammar_parser.h"
+#include "analyzer/run/analysis.h"
+#include "analyzer/corpus/conllu.h"
+#include "analyzer/corpus/link_grammar_parser.h"
 #include "heads/registry.h"
-#include "heads/sequence_words.h"
+#include "analyzer/corpus/sequence_words.h"
 #include "heads/syntactic.h"
 #include "tests/fixtures.h"
 
@@ -71,7 +71,7 @@ struct CausalBatch {
 
 }  // namespace
 
-TEST_CASE("causal models score only arcs whose target the query can see", "[syntax]") {
+TEST_CASE("causal models score only arcs whose target the query can see", "[syntax][e2e]") {
   CausalBatch batch;
   auto classifier = make_syntactic_classifier();
   classifier->begin(ModelShape{1, 1, true});
@@ -158,7 +158,7 @@ std::set<std::string> arcs_of(const ParsedSentence& sentence, const std::set<std
 
 }  // namespace
 
-TEST_CASE("planted heads on gold CoNLL-U: verb→subject, verb→object, adjective→noun", "[syntax][planted]") {
+TEST_CASE("planted heads on gold CoNLL-U: verb→subject, verb→object, adjective→noun", "[syntax][planted][e2e]") {
   TempDir dir;
   const nlohmann::json report = analyse_syntax(fixture("syntax_gold.conllu"), dir, "link-grammar", "gold");
   CHECK(report["corpus"]["format"] == "conllu");
@@ -173,7 +173,7 @@ TEST_CASE("planted heads on gold CoNLL-U: verb→subject, verb→object, adjecti
 }
 
 TEST_CASE("link-grammar finds the gold subject, object, amod and det arcs of the synthetic grammar",
-          "[syntax][link-grammar]") {
+          "[syntax][link-grammar][e2e]") {
   ConlluReader gold(fixture("syntax_gold.conllu"));
   std::ifstream text(fixture("syntax_text.txt"));
   LinkGrammarParser parser;
@@ -193,7 +193,7 @@ TEST_CASE("link-grammar finds the gold subject, object, amod and det arcs of the
   CHECK(sentences == 150);
 }
 
-TEST_CASE("planted heads on the same sentences as plain text parsed by link-grammar", "[syntax][planted][link-grammar]") {
+TEST_CASE("planted heads on the same sentences as plain text parsed by link-grammar", "[syntax][planted][link-grammar][e2e]") {
   TempDir dir;
   const nlohmann::json report = analyse_syntax(fixture("syntax_text.txt"), dir, "link-grammar", "text");
   CHECK(report["corpus"]["format"] == "text");
@@ -203,7 +203,7 @@ TEST_CASE("planted heads on the same sentences as plain text parsed by link-gram
   check_planted_heads(report);
 }
 
-TEST_CASE("parser none: no syntactic scores, and heads.json says so", "[syntax]") {
+TEST_CASE("parser none: no syntactic scores, and heads.json says so", "[syntax][e2e]") {
   TempDir dir;
   const nlohmann::json report = analyse_syntax(fixture("syntax_text.txt"), dir, "none", "none");
   CHECK(report["corpus"]["parser"] == "none");

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/tokenize_command.h"
+#include "analyzer/run/tokenize_command.h"
 #include "tests/fixtures.h"
 #include "tests/tokenizer_testing.h"
 
@@ -151,7 +151,7 @@ TEST_CASE("choose_bos: headscan.json first, else the template's single leading t
   }
 }
 
-TEST_CASE("tokenize MODEL.pt uses the archive's tokenizer.json and headscan.json", "[tokenizer][tokenize]") {
+TEST_CASE("tokenize MODEL.pt uses the archive's tokenizer.json and headscan.json", "[tokenizer][tokenize][e2e]") {
   headscan::TokenizeOptions options;
   options.model_path = fixture("gpt2.pt");  // WordLevel w3..w63, bos_token <s>, max_length 32
   options.text = "w3 w4  zz";
@@ -183,7 +183,7 @@ TEST_CASE("tokenize MODEL.pt uses the archive's tokenizer.json and headscan.json
   }
 }
 
-TEST_CASE("headscan tokenize on the command line", "[tokenizer][tokenize][cli]") {
+TEST_CASE("headscan tokenize on the command line", "[tokenizer][tokenize][cli][e2e]") {
   TempDir dir;
   const std::string tokenizer = dir.write("tokenizer.json", llama_like().dump());
   const std::string corpus = dir.write("corpus.txt", "Hi\n");

@@ -3,7 +3,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/word_alignment.h"
+#include "analyzer/corpus/word_alignment.h"
+#include "analyzer/run/sequences.h"
 #include "heads/relation_accuracy.h"
 #include "tests/tokenizer_testing.h"
 

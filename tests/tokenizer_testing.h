@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/errors.h"
-#include "analyzer/tokenizer.h"
+#include "analyzer/tokenizers/tokenizer.h"
 
 namespace tokenizer_testing {
 

@@ -8,9 +8,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "analyzer/analysis.h"
+#include "analyzer/run/analysis.h"
 #include "analyzer/errors.h"
-#include "analyzer/tokenize_command.h"
+#include "analyzer/run/tokenize_command.h"
 
 namespace {
 

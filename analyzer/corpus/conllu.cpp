@@ -1,0 +1,276 @@
+#include "analyzer/corpus/conllu.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analyzer/corpus/text_lines.h"
+#include "analyzer/errors.h"
+
+namespace headscan {
+namespace {
+
+constexpr const char* kExpected = "expected a UTF-8 CoNLL-U file (Universal Dependencies)";
+
+// The ten columns of a word line, https://universaldependencies.org/format.html.
+enum Column : std::size_t { kId, kForm, kLemma, kUpos, kXpos, kFeats, kHead, kDeprel, kDeps, kMisc, kColumns };
+using Fields = std::array<std::string_view, kColumns>;
+
+// Splits `line` at TABs into `fields` (the first kColumns of them); returns how many there are.
+std::size_t split_fields(std::string_view line, Fields& fields) {
+  std::size_t count = 0;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t tab = line.find('\t', start);
+    if (count < kColumns) fields[count] = line.substr(start, tab == std::string_view::npos ? tab : tab - start);
+    ++count;
+    if (tab == std::string_view::npos) return count;
+    start = tab + 1;
+  }
+}
+
+// A decimal integer filling all of `text` ("-3" included); nullopt otherwise.
+std::optional<long long> parse_integer(std::string_view text) {
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end) return std::nullopt;
+  return value;
+}
+
+struct Id {
+  enum Kind { kWord, kRange, kEmptyNode } kind = kWord;
+  long long first = 0;  // the word ID; the range's first word; the empty node's preceding word
+  long long last = 0;   // the range's last word
+};
+
+// "3" (word), "3-4" (multiword token), "5.1" (empty node); nullopt for anything else.
+std::optional<Id> parse_id(std::string_view text) {
+  for (const auto& [separator, kind] : {std::pair{'-', Id::kRange}, std::pair{'.', Id::kEmptyNode}}) {
+    const std::size_t at = text.find(separator);
+    if (at == std::string_view::npos) continue;
+    const std::optional<long long> first = parse_integer(text.substr(0, at));
+    const std::optional<long long> second = parse_integer(text.substr(at + 1));
+    if (!first || !second) return std::nullopt;
+    if (kind == Id::kRange && (*first < 1 || *second <= *first)) return std::nullopt;
+    if (kind == Id::kEmptyNode && (*first < 0 || *second < 1)) return std::nullopt;
+    return Id{kind, *first, *second};
+  }
+  const std::optional<long long> word = parse_integer(text);
+  if (!word || *word < 1) return std::nullopt;
+  return Id{Id::kWord, *word, *word};
+}
+
+bool has_space_after_no(std::string_view misc) {
+  while (true) {
+    const std::size_t bar = misc.find('|');
+    if (misc.substr(0, bar) == "SpaceAfter=No") return true;
+    if (bar == std::string_view::npos) return false;
+    misc.remove_prefix(bar + 1);
+  }
+}
+
+bool is_blank(std::string_view line) { return line.find_first_not_of(" \t") == std::string_view::npos; }
+
+struct WordLine {
+  std::string form;
+  std::optional<long long> head;  // nullopt: HEAD `_`
+  std::string relation;           // DEPREL without its subtype; empty for `_`
+  bool space_after = true;
+  std::size_t line_number = 0;
+};
+
+struct RangeLine {
+  Id id;
+  std::string text;             // as written, for messages
+  std::size_t words_before = 0;  // integer-ID words read before the range line
+  bool space_after = true;
+  std::size_t line_number = 0;
+};
+
+// Collects the lines of one sentence, then checks it as a whole and builds its text and arcs.
+class SentenceParser {
+ public:
+  explicit SentenceParser(const std::string& path) : path_(path) {}
+
+  bool has_words() const { return !words_.empty(); }
+
+  // Takes one non-blank, non-comment line.
+  void add_line(std::string_view line, std::size_t line_number);
+
+  // Checks ranges, HEADs and cycles; fills `sentence` (all but line_number).
+  void finish(ConlluSentence& sentence);
+
+ private:
+  [[noreturn]] void fail(std::size_t line_number, const std::string& message) const {
+    throw InputError(fmt::format("{}:{}: {}", path_, line_number, message));
+  }
+  void check_acyclic() const;
+
+  const std::string& path_;
+  std::vector<WordLine> words_;
+  std::vector<RangeLine> ranges_;
+};
+
+void SentenceParser::add_line(std::string_view line, std::size_t line_number) {
+  Fields fields;
+  const std::size_t count = split_fields(line, fields);
+  if (count != kColumns) {
+    fail(line_number, fmt::format("expected {} tab-separated fields (CoNLL-U), found {}; check the line is "
+                                  "tab-separated",
+                                  static_cast<std::size_t>(kColumns), count));
+  }
+  const std::optional<Id> id = parse_id(fields[kId]);
+  if (!id) {
+    fail(line_number, fmt::format("expected an ID: a word number (1, 2, ...), a multiword range (3-4) or an "
+                                  "empty node (5.1), found `{}`; fix the ID column",
+                                  fields[kId]));
+  }
+  if (id->kind == Id::kEmptyNode) return;  // enhanced-graph nodes carry no basic arc
+  if (id->kind == Id::kRange) {
+    ranges_.push_back({*id, std::string(fields[kId]), words_.size(), !has_space_after_no(fields[kMisc]), line_number});
+    return;
+  }
+
+  const long long expected_id = static_cast<long long>(words_.size()) + 1;
+  if (id->first != expected_id) {
+    fail(line_number, fmt::format("expected word ID {} (IDs count 1, 2, 3, ... in each sentence), found {}; "
+                                  "number the words in order and end each sentence with a blank line",
+                                  expected_id, id->first));
+  }
+  if (fields[kForm].empty()) {
+    fail(line_number, fmt::format("expected a FORM for word {}, found an empty field; write the word (or _)",
+                                  id->first));
+  }
+  WordLine word;
+  word.form = fields[kForm];
+  if (fields[kHead] != "_") {
+    word.head = parse_integer(fields[kHead]);
+    if (!word.head) {
+      fail(line_number, fmt::format("expected HEAD to be a word ID (0 for the root) or _, found `{}`; fix the "
+                                    "HEAD column of word {}",
+                                    fields[kHead], id->first));
+    }
+  }
+  const std::string_view relation = fields[kDeprel].substr(0, fields[kDeprel].find(':'));  // obl:tmod → obl
+  if (relation != "_") word.relation = relation;
+  word.space_after = !has_space_after_no(fields[kMisc]);
+  word.line_number = line_number;
+  words_.push_back(std::move(word));
+}
+
+void SentenceParser::finish(ConlluSentence& sentence) {
+  const long long word_count = static_cast<long long>(words_.size());
+  for (const RangeLine& range : ranges_) {
+    const long long expected_first = static_cast<long long>(range.words_before) + 1;
+    if (range.id.first != expected_first) {
+      fail(range.line_number, fmt::format("expected a multiword range starting at word {}, found {}; put the "
+                                          "range line just before its first word",
+                                          expected_first, range.text));
+    }
+    if (range.id.last > word_count) {
+      fail(range.line_number, fmt::format("expected the words of range {}, found the sentence ends at word {}; "
+                                          "add the range's words after it",
+                                          range.text, word_count));
+    }
+    // SpaceAfter=No on a multiword token describes the surface token, which ends with its last word.
+    if (!range.space_after) words_[static_cast<std::size_t>(range.id.last - 1)].space_after = false;
+  }
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    const std::optional<long long>& head = words_[i].head;
+    if (head && (*head < 0 || *head > word_count)) {
+      fail(words_[i].line_number, fmt::format("expected HEAD of word {} between 0 (root) and {} (the words of the "
+                                              "sentence), found {}; fix the HEAD column",
+                                              i + 1, word_count, *head));
+    }
+  }
+  check_acyclic();
+
+  sentence.text.clear();
+  sentence.parse.words.clear();
+  sentence.parse.words.reserve(words_.size());
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    const WordLine& word = words_[i];
+    ParsedWord parsed;
+    parsed.begin = sentence.text.size();
+    sentence.text += word.form;
+    parsed.end = sentence.text.size();
+    if (word.head && *word.head != 0 && !word.relation.empty()) {
+      parsed.head = static_cast<int>(*word.head - 1);
+      parsed.relation = word.relation;
+    }
+    sentence.parse.words.push_back(std::move(parsed));
+    if (word.space_after && i + 1 < words_.size()) sentence.text += ' ';
+  }
+}
+
+void SentenceParser::check_acyclic() const {
+  // Each word has at most one head, so walking up from every word finds every cycle.
+  enum State : unsigned char { kUnvisited, kOnPath, kDone };
+  std::vector<State> state(words_.size(), kUnvisited);
+  std::vector<std::size_t> path;
+  const auto head_of = [&](std::size_t word) -> std::optional<std::size_t> {
+    const std::optional<long long>& head = words_[word].head;
+    if (!head || *head == 0) return std::nullopt;
+    return static_cast<std::size_t>(*head - 1);
+  };
+  for (std::size_t start = 0; start < words_.size(); ++start) {
+    path.clear();
+    std::optional<std::size_t> word = start;
+    while (word && state[*word] == kUnvisited) {
+      state[*word] = kOnPath;
+      path.push_back(*word);
+      word = head_of(*word);
+    }
+    if (word && state[*word] == kOnPath) {
+      std::vector<std::size_t> cycle(std::find(path.begin(), path.end(), *word), path.end());
+      std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+      std::string chain;
+      for (const std::size_t member : cycle) chain += std::to_string(member + 1) + " -> ";
+      chain += std::to_string(cycle.front() + 1);
+      fail(words_[cycle.front()].line_number,
+           fmt::format("expected HEADs to form a tree, found a cycle {} (word {} is its own ancestor); fix the HEAD "
+                       "of one of these words",
+                       chain, cycle.front() + 1));
+    }
+    for (const std::size_t visited : path) state[visited] = kDone;
+  }
+}
+
+}  // namespace
+
+ConlluReader::ConlluReader(const std::string& path) : lines_(path, kExpected, ".conllu file") {}
+
+bool ConlluReader::next(ConlluSentence& sentence) {
+  std::string line;
+  while (true) {
+    SentenceParser parser(lines_.path());
+    std::size_t first_line = 0;  // 0: the sentence has not started
+    while (lines_.next(line)) {
+      if (is_blank(line)) {
+        if (first_line != 0) break;
+        continue;
+      }
+      if (first_line == 0) first_line = lines_.lines_read();
+      if (line.front() == '#') continue;
+      parser.add_line(line, lines_.lines_read());
+    }
+    if (first_line == 0) return false;
+    if (!parser.has_words()) continue;  // comments, ranges or empty nodes only
+    parser.finish(sentence);
+    sentence.line_number = first_line;
+    ++sentences_read_;
+    return true;
+  }
+}
+
+}  // namespace headscan

@@ -1,0 +1,68 @@
+#pragma once
+// The corpus as documents, each with its dependency parse when there is one: a ".conllu" file is
+// read as CoNLL-U (one sentence = one document, its trees as given); any other file as text, one
+// line = one document, parsed by link-grammar unless the parser is "none" (DESIGN.md, "Syntactic
+// heads"). Parsing runs on a thread of its own, a bounded queue ahead of the model.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "analyzer/corpus/parsed_sentence.h"
+
+namespace headscan {
+
+struct Document {
+  std::string text;                              // valid UTF-8, never empty
+  std::size_t line_number = 0;                   // 1-based line of the document in the file
+  std::shared_ptr<const ParsedSentence> parse;   // null when not parsed
+};
+
+// Counts over the documents handed out so far.
+struct DocumentCounts {
+  std::size_t lines_read = 0;
+  std::size_t documents_read = 0;
+  std::size_t lines_with_invalid_utf8 = 0;
+  std::size_t invalid_utf8_replacements = 0;
+  std::uint64_t bytes_read = 0;
+  std::int64_t sentences = 0;         // sentences the parser saw
+  std::int64_t parsed_sentences = 0;  // sentences with a parse
+};
+
+class DocumentReader {
+ public:
+  // `parser`: "link-grammar" or "none"; CoNLL-U trees are used unless it is "none".
+  // Throws InputError for an unreadable corpus, an unknown parser, or a missing dictionary.
+  DocumentReader(const std::string& path, const std::string& parser);
+  ~DocumentReader();
+  DocumentReader(const DocumentReader&) = delete;
+  DocumentReader& operator=(const DocumentReader&) = delete;
+
+  // The next document; false at the end. Throws InputError on malformed CoNLL-U.
+  bool next(Document& document);
+
+  const std::string& path() const { return path_; }
+  const char* format() const { return format_; }  // "text" or "conllu"
+  const char* parser() const { return parser_; }  // "link-grammar", "conllu" or "none"
+  const DocumentCounts& counts() const { return counts_; }
+  std::uint64_t total_bytes() const { return total_bytes_; }
+
+ private:
+  class Source;
+  class TextSource;
+  class ConlluSource;
+  class ParsingSource;
+
+  std::string path_;
+  std::unique_ptr<Source> source_;
+  DocumentCounts counts_;
+  std::uint64_t total_bytes_ = 0;
+  const char* format_ = "text";
+  const char* parser_ = "none";
+};
+
+// Whether `path` names a CoNLL-U corpus (its extension is ".conllu", any case).
+bool is_conllu_path(const std::string& path);
+
+}  // namespace headscan

@@ -1,0 +1,73 @@
+#pragma once
+// Streaming corpus reader: one line = one document. Reads a text file in bounded memory.
+
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+namespace headscan {
+
+struct CorpusLine {
+  std::string text;              // valid UTF-8, no line break, never empty
+  std::size_t line_number = 0;   // 1-based line number in the file
+};
+
+// Reads a UTF-8 text file line by line in bounded memory: a leading byte order mark and "\r\n"
+// endings are removed, and invalid UTF-8 is replaced by U+FFFD (one per maximal invalid subpart,
+// as the Unicode standard recommends) and counted. The corpus and CoNLL-U readers are built on it.
+class TextLineReader {
+ public:
+  // `expected` says what the file should be ("expected a UTF-8 text corpus (one document per
+  // line)"), `kind` what to give instead of a directory ("text file"). Throws InputError when it is
+  // missing, a directory, unreadable, a pipe that cannot be read twice, or binary (NUL bytes, a
+  // UTF-16 byte order mark, or mostly invalid UTF-8 in its first 64 KiB).
+  TextLineReader(const std::string& path, const std::string& expected, const std::string& kind);
+
+  // The next line, empty ones included; false at the end of the file.
+  bool next(std::string& line);
+
+  const std::string& path() const { return path_; }
+  std::size_t lines_read() const { return lines_read_; }  // 1-based number of the last line read
+  std::size_t lines_with_invalid_utf8() const { return invalid_lines_; }
+  std::size_t invalid_utf8_replacements() const { return replacements_; }
+  std::uint64_t bytes_read() const { return bytes_read_; }
+  std::uint64_t total_bytes() const { return total_bytes_; }  // 0 when unknown
+
+ private:
+  std::string path_;
+  std::ifstream in_;
+  std::size_t lines_read_ = 0;
+  std::size_t invalid_lines_ = 0;
+  std::size_t replacements_ = 0;
+  std::uint64_t bytes_read_ = 0;
+  std::uint64_t total_bytes_ = 0;
+};
+
+class TextCorpusReader {
+ public:
+  // Opens the corpus. Throws InputError if it is missing, unreadable, a directory, or binary
+  // (NUL bytes or mostly invalid UTF-8 in its first 64 KiB).
+  explicit TextCorpusReader(const std::string& path);
+
+  // Reads the next non-empty line (TextLineReader's rules). Returns false at the end of the file.
+  bool next(CorpusLine& line);
+
+  const TextLineReader& lines() const { return lines_; }
+  const std::string& path() const { return lines_.path(); }
+  std::size_t lines_read() const { return lines_.lines_read(); }  // all lines, empty included
+  std::size_t documents_read() const { return documents_read_; }  // non-empty lines returned
+  std::size_t lines_with_invalid_utf8() const { return lines_.lines_with_invalid_utf8(); }
+  std::size_t invalid_utf8_replacements() const { return lines_.invalid_utf8_replacements(); }
+  std::uint64_t bytes_read() const { return lines_.bytes_read(); }
+  std::uint64_t total_bytes() const { return lines_.total_bytes(); }
+
+ private:
+  TextLineReader lines_;
+  std::size_t documents_read_ = 0;
+};
+
+// Replaces each maximal invalid UTF-8 subpart of `text` by U+FFFD; returns how many it replaced.
+std::size_t repair_utf8(std::string& text);
+
+}  // namespace headscan

@@ -1,0 +1,18 @@
+#pragma once
+// Tokens to words by character spans (DESIGN.md, "Syntactic heads"): a token belongs to the first
+// word its span overlaps, whitespace not counted, so "▁the" and "Ġthe" belong to "the"; a token
+// that overlaps no word (whitespace only, or a special token) belongs to none.
+
+#include <string_view>
+#include <vector>
+
+#include "analyzer/corpus/parsed_sentence.h"
+#include "analyzer/tokenizers/tokenizer.h"
+
+namespace headscan {
+
+// Per token of `tokens` (a document's tokens, spans into `text`): index into sentence.words, or -1.
+std::vector<int> align_tokens_to_words(const std::vector<Token>& tokens, std::string_view text,
+                                       const ParsedSentence& sentence, const Tokenizer& tokenizer);
+
+}  // namespace headscan

@@ -1,0 +1,59 @@
+#pragma once
+// Attention capture by graph instrumentation (DESIGN.md, "Model contract"). Internal to the
+// analyzer: includes LibTorch's IR headers, so only model.cpp and tests include it.
+//
+// instrument_graph() rewrites an inlined forward graph:
+//   * after every aten::softmax, headscan::observe_softmax(probs, dim) passes the tensor on and,
+//     during a CaptureScope, hands it to the callback when it is attention over keys;
+//   * before every fused attention op, headscan::fused_attention_guard(x, op) stops the run if the
+//     op actually executes (it may sit in a branch that is never taken);
+//   * before every aten::embedding indexed directly by the input ids,
+//     headscan::check_token_ids(ids, weight) reports ids beyond the embedding.
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "analyzer/model/model.h"
+
+namespace headscan {
+
+struct InstrumentationSummary {
+  int softmax_nodes = 0;
+  int embedding_guards = 0;
+  std::vector<std::string> fused_ops;  // kinds of fused attention ops found (maybe never run)
+};
+
+// `graph` must already be inlined. Its input 1 is taken to be input_ids.
+InstrumentationSummary instrument_graph(torch::jit::Graph& graph);
+
+struct CaptureState;
+
+// While alive, captured attention of the current thread goes to `on_attention`. One forward call
+// per scope: layers are numbered from 0 in execution order.
+class CaptureScope {
+ public:
+  CaptureScope(std::int64_t batch, std::int64_t length, const AttentionCallback& on_attention);
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+
+  int layers_captured() const;
+  // The error an instrumentation op raised, if any: rethrown as it was, with its own type,
+  // rather than as the interpreter's wrapped message.
+  void rethrow_captured_error() const;
+
+  // Hands an attention tensor found outside the graph (returned by the model) to the callback.
+  // Returns false when `tensor` is not attention for this batch.
+  bool offer(const at::Tensor& tensor);
+
+ private:
+  std::unique_ptr<CaptureState> state_;
+  CaptureState* outer_;  // scopes nest when a callback runs a model itself
+};
+
+}  // namespace headscan

@@ -1,0 +1,240 @@
+#include "analyzer/model/model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/script.h>
+
+#include "analyzer/model/capture.h"
+#include "analyzer/model/model_archive.h"
+#include "analyzer/errors.h"
+
+namespace headscan {
+
+struct InstrumentedModel::Impl {
+  std::string path;
+  torch::jit::Module module;
+  ModelMetadata metadata;
+  std::string tokenizer_json;
+  std::string schema;
+  bool takes_mask = false;
+  InstrumentationSummary instrumentation;
+};
+
+namespace {
+
+// An allocation failed inside the forward: a failure while running (exit 1), not bad input.
+bool is_out_of_memory(const std::string& what) {
+  return what.find("not enough memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos ||
+         what.find("out of memory") != std::string::npos;
+}
+
+// The line of a TorchScript error that names the allocation, without the interpreter's traceback.
+std::string memory_line(const std::string& what) {
+  std::size_t end = what.size();
+  while (end > 0) {
+    const std::size_t begin = what.rfind('\n', end - 1);
+    const std::size_t start = begin == std::string::npos ? 0 : begin + 1;
+    const std::string line = what.substr(start, end - start);
+    if (is_out_of_memory(line)) return line;
+    if (begin == std::string::npos) break;
+    end = begin;
+  }
+  return what.substr(0, what.find('\n'));
+}
+
+std::string out_of_memory_message(std::int64_t batch, std::int64_t length, const std::string& what) {
+  return fmt::format("out of memory in the model's forward on a batch of {} sequence(s) of {} tokens ({}); "
+                     "lower --batch-size or --max-length, or run on a machine with more memory",
+                     batch, length, what);
+}
+
+constexpr std::string_view kZipSignature = "PK\x03\x04";      // a local file header: the first file
+constexpr std::string_view kEmptyZipSignature = "PK\x05\x06";  // end of central directory, no files
+
+std::string first_bytes(const std::string& path, std::size_t count) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(count, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(count));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  return bytes;
+}
+
+// What a file that is not a zip archive holds, for the error message.
+std::string describe_non_zip(const std::string& start) {
+  if (start.empty()) return "an empty file";
+  if (start.rfind(kEmptyZipSignature, 0) == 0) return "an empty zip archive (no files inside)";
+  std::string escaped;
+  for (const char c : start) {
+    const auto byte = static_cast<unsigned char>(c);
+    escaped += byte >= 0x20 && byte < 0x7f && c != '\\' ? std::string(1, c) : fmt::format("\\x{:02x}", byte);
+  }
+  return fmt::format("a file starting with \"{}\" instead of the zip signature \"PK\\x03\\x04\"", escaped);
+}
+
+// The forward signature as declared in Python, e.g. forward(self, pixels: List[Tensor]) -> Tensor.
+std::string python_signature(const c10::FunctionSchema& schema) {
+  std::vector<std::string> arguments;
+  for (const c10::Argument& argument : schema.arguments()) {
+    arguments.push_back(arguments.empty() ? argument.name()
+                                          : fmt::format("{}: {}", argument.name(), argument.type()->annotation_str()));
+  }
+  std::vector<std::string> returns;
+  for (const c10::Argument& value : schema.returns()) returns.push_back(value.type()->annotation_str());
+  const std::string result =
+      returns.size() == 1 ? returns.front() : fmt::format("Tuple[{}]", fmt::join(returns, ", "));
+  return fmt::format("{}({}) -> {}", schema.name(), fmt::join(arguments, ", "), result);
+}
+
+// forward(self, input_ids[, attention_mask]): anything else cannot be driven by token ids.
+void read_forward_schema(InstrumentedModel::Impl& impl) {
+  const c10::FunctionSchema& schema = impl.module.get_method("forward").function().getSchema();
+  std::ostringstream text;
+  text << schema;
+  impl.schema = text.str();
+  const auto& args = schema.arguments();
+  const size_t inputs = args.empty() ? 0 : args.size() - 1;  // without self
+  size_t required = 0;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!args[i].default_value()) ++required;
+  }
+  auto accepts_tensor = [](const c10::Argument& arg) {
+    return c10::TensorType::get()->isSubtypeOf(*arg.type()) || arg.type()->kind() == c10::TypeKind::AnyType;
+  };
+  const bool ids_ok = inputs >= 1 && accepts_tensor(args[1]);
+  const bool mask_ok = inputs < 2 || accepts_tensor(args[2]);
+  if (!ids_ok || required > 2 || (required == 2 && !mask_ok)) {
+    throw InputError(fmt::format(
+        "{}: expected forward(input_ids) or forward(input_ids, attention_mask) taking int64 [batch, "
+        "tokens] tensors, found {}; export a wrapper module whose forward takes the token ids",
+        impl.path, python_signature(schema)));
+  }
+  impl.takes_mask = inputs >= 2 && accepts_tensor(args[2]);
+}
+
+torch::jit::Module load_module(const std::string& path, torch::jit::ExtraFilesMap& extra) {
+  if (!std::filesystem::exists(path)) {
+    throw InputError(fmt::format("{}: model file not found; give the path of a TorchScript archive "
+                                 "saved with torch.jit.save", path));
+  }
+  if (std::filesystem::is_directory(path)) {
+    throw InputError(fmt::format("{}: expected a TorchScript archive file, found a directory", path));
+  }
+  if (const std::string start = first_bytes(path, 8); start.rfind(kZipSignature, 0) != 0) {
+    throw InputError(fmt::format("{}: expected a TorchScript archive (a zip file written by "
+                                 "torch.jit.save), found {}; export the model with "
+                                 "torch.jit.trace or torch.jit.script and save it with torch.jit.save",
+                                 path, describe_non_zip(start)));
+  }
+  try {
+    return torch::jit::load(path, torch::kCPU, extra);
+  } catch (const c10::Error& e) {
+    throw InputError(fmt::format("{}: expected a TorchScript archive written by torch.jit.save, but "
+                                 "LibTorch cannot load it ({}); a file from torch.save (a state_dict "
+                                 "or pickled nn.Module) is not TorchScript: export with "
+                                 "torch.jit.trace or torch.jit.script and torch.jit.save",
+                                 path, e.what_without_backtrace()));
+  }
+}
+
+std::shared_ptr<at::Tensor> logits_of(const c10::IValue& output, std::int64_t batch, std::int64_t length) {
+  const c10::IValue* first = &output;
+  if (output.isTuple() && !output.toTupleRef().elements().empty()) first = &output.toTupleRef().elements()[0];
+  if (!first->isTensor()) return nullptr;
+  const at::Tensor& tensor = first->toTensor();
+  if (tensor.dim() != 3 || tensor.size(0) != batch || tensor.size(1) != length || !tensor.is_floating_point()) {
+    return nullptr;
+  }
+  return std::make_shared<at::Tensor>(tensor);
+}
+
+// HF-style models return their attention: offer every tensor of the output, in order.
+void offer_returned_attention(const c10::IValue& value, CaptureScope& scope) {
+  if (value.isTensor()) {
+    scope.offer(value.toTensor());
+  } else if (value.isTuple()) {
+    for (const auto& element : value.toTupleRef().elements()) offer_returned_attention(element, scope);
+  } else if (value.isList()) {
+    for (const c10::IValue& element : value.toListRef()) offer_returned_attention(element, scope);
+  } else if (value.isGenericDict()) {
+    for (const auto& entry : value.toGenericDict()) offer_returned_attention(entry.value(), scope);
+  }
+}
+
+}  // namespace
+
+InstrumentedModel::InstrumentedModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+InstrumentedModel::~InstrumentedModel() = default;
+
+std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  torch::jit::ExtraFilesMap extra{{"tokenizer.json", ""}, {"headscan.json", ""}};
+  impl->module = load_module(path, extra);
+  impl->module.eval();
+  impl->tokenizer_json = extra["tokenizer.json"];
+  impl->metadata = parse_model_metadata(extra["headscan.json"], path + ":headscan.json");
+  if (!impl->module.find_method("forward")) {
+    throw InputError(fmt::format("{}: the TorchScript module has no forward method; export the "
+                                 "model itself, not a module without forward", path));
+  }
+  read_forward_schema(*impl);
+  auto& function = torch::jit::toGraphFunction(impl->module.get_method("forward").function());
+  std::shared_ptr<torch::jit::Graph> graph = function.graph();
+  torch::jit::Inline(*graph);
+  impl->instrumentation = instrument_graph(*graph);
+  return std::unique_ptr<InstrumentedModel>(new InstrumentedModel(std::move(impl)));
+}
+
+const std::string& InstrumentedModel::path() const { return impl_->path; }
+const ModelMetadata& InstrumentedModel::metadata() const { return impl_->metadata; }
+const std::string& InstrumentedModel::embedded_tokenizer() const { return impl_->tokenizer_json; }
+bool InstrumentedModel::takes_attention_mask() const { return impl_->takes_mask; }
+std::string InstrumentedModel::forward_schema() const { return impl_->schema; }
+int InstrumentedModel::softmax_count() const { return impl_->instrumentation.softmax_nodes; }
+std::string InstrumentedModel::capture_method() const {
+  return impl_->instrumentation.softmax_nodes > 0 ? "graph" : "outputs";
+}
+
+ForwardOutput InstrumentedModel::forward(const at::Tensor& ids, const at::Tensor* mask,
+                                         const AttentionCallback& on_attention) {
+  TORCH_CHECK(ids.dim() == 2, "input ids must be [B,T], got ", ids.sizes());
+  const std::int64_t batch = ids.size(0);
+  const std::int64_t length = ids.size(1);
+  std::vector<c10::IValue> inputs{ids};
+  if (impl_->takes_mask) inputs.emplace_back(mask != nullptr ? *mask : torch::ones_like(ids));
+
+  CaptureScope scope(batch, length, on_attention);
+  c10::IValue output;
+  try {
+    output = impl_->module.forward(inputs);
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error(out_of_memory_message(batch, length, "std::bad_alloc"));
+  } catch (const std::exception& e) {
+    scope.rethrow_captured_error();
+    const auto* error = dynamic_cast<const c10::Error*>(&e);
+    const std::string what = error != nullptr ? error->what_without_backtrace() : e.what();
+    if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || is_out_of_memory(what)) {
+      throw std::runtime_error(out_of_memory_message(batch, length, memory_line(what)));
+    }
+    if (what.find("index out of range") != std::string::npos) {
+      throw InputError(fmt::format(
+          "the model failed on the input ids with 'index out of range': a token id is beyond the "
+          "model's embedding (the tokenizer does not match the model: use its own tokenizer with "
+          "--tokenizer) or the sequence is longer than its position table (lower --max-length)"));
+    }
+    throw InputError(fmt::format(
+        "the model's forward failed on int64 input ids of shape [{}, {}]{}: {}; headscan calls {} "
+        "with token ids (and a 1/0 attention mask when forward takes a second tensor)",
+        batch, length, impl_->takes_mask ? " with an attention mask" : "", what, impl_->schema));
+  }
+  if (impl_->instrumentation.softmax_nodes == 0) offer_returned_attention(output, scope);
+  return ForwardOutput{logits_of(output, batch, length)};
+}
+
+}  // namespace headscan

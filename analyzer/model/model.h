@@ -1,0 +1,66 @@
+#pragma once
+// A TorchScript model loaded and instrumented for attention capture (see DESIGN.md, "Model
+// contract"). The LibTorch module lives behind a pointer so that this header stays light.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace at {
+class Tensor;
+}
+
+namespace headscan {
+
+// headscan.json inside the archive; every field optional.
+struct ModelMetadata {
+  std::string name;
+  std::string bos_token;
+  std::optional<std::int64_t> max_length;
+  std::optional<bool> causal;
+  std::optional<int> n_kv_heads;
+};
+
+// Receives every attention-probability tensor a forward call produces, in execution order.
+// `attention` is [B, H, T, T]; `layer` counts from 0 within one forward call.
+using AttentionCallback = std::function<void(int layer, const at::Tensor& attention)>;
+
+// What a forward call produced besides attention: the logits, when the model returns a [B, T, V]
+// tensor (alone or first in a tuple), for probe losses.
+struct ForwardOutput {
+  std::shared_ptr<at::Tensor> logits;  // null when the output is not logits
+};
+
+class InstrumentedModel {
+ public:
+  // Loads `path`, reads the extra files and instruments the forward graph. Throws InputError when
+  // the file is missing, not a TorchScript archive, has no attention softmax (and returns no
+  // attention), or has a forward that cannot take int64 [B, T] input ids.
+  static std::unique_ptr<InstrumentedModel> load(const std::string& path);
+  ~InstrumentedModel();
+
+  const std::string& path() const;
+  const ModelMetadata& metadata() const;
+  const std::string& embedded_tokenizer() const;  // tokenizer.json text; empty if absent
+  bool takes_attention_mask() const;
+  std::string forward_schema() const;
+  int softmax_count() const;          // aten::softmax nodes in the inlined forward graph
+  std::string capture_method() const; // "graph" or "outputs" (HF-style returned attentions)
+
+  // Runs forward on ids [B, T] int64 (and mask [B, T] int64, 1 = real token, when the model takes
+  // one), handing each attention tensor to `on_attention` as it is produced. Throws InputError
+  // for problems of the model or its input (a fused attention op ran, a token id is beyond the
+  // embedding, the forward rejects the input), std::runtime_error when memory runs out; errors
+  // thrown by `on_attention` pass through with their type.
+  ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention);
+
+  struct Impl;  // LibTorch state, defined in model.cpp
+
+ private:
+  explicit InstrumentedModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace headscan

@@ -1,0 +1,50 @@
+#include "analyzer/model/model_shape.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "analyzer/errors.h"
+#include "analyzer/model/model.h"
+
+namespace headscan {
+
+namespace {
+
+constexpr double kCausalTolerance = 1e-6;  // weight above the diagonal still counted as none
+// Layers, heads and causality show on a short prefix as well as on a whole window, at a fraction
+// of the cost of one more forward pass over up to max_length tokens.
+constexpr std::size_t kShapeProbeTokens = 32;
+
+}  // namespace
+
+ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::int64_t>& first_ids) {
+  std::vector<std::int64_t> ids = first_ids;
+  if (ids.size() > kShapeProbeTokens) ids.resize(kShapeProbeTokens);
+  while (ids.size() < 2) ids.push_back(ids.back());  // causality needs two positions
+  const at::Tensor input = torch::tensor(ids, torch::kInt64).unsqueeze(0);
+  const at::Tensor mask = torch::ones_like(input);
+  ModelShape shape;
+  bool causal = true;
+  model.forward(input, &mask, [&](int layer, const at::Tensor& attention) {
+    if (layer == 0) shape.heads = static_cast<int>(attention.size(1));
+    if (attention.size(1) != shape.heads) {
+      throw InputError(fmt::format("attention layer {} has {} heads, layer 0 has {}; headscan needs the same "
+                                   "number of (query) heads in every layer",
+                                   layer, attention.size(1), shape.heads));
+    }
+    shape.layers = layer + 1;
+    if (attention.triu(/*diagonal=*/1).abs().max().item<double>() > kCausalTolerance) causal = false;
+  });
+  if (shape.layers == 0) {
+    throw InputError(fmt::format(
+        "found no attention: the forward graph has {} softmax op(s), none of which produced "
+        "probabilities over keys ([batch, heads, T, T], [batch*heads, T, T] or [batch, T, T]), and the "
+        "output holds no attention tensors; export the model with eager attention "
+        "(softmax(QK^T/sqrt(d)) computed explicitly)",
+        model.softmax_count()));
+  }
+  shape.causal = model.metadata().causal.value_or(causal);
+  return shape;
+}
+
+}  // namespace headscan

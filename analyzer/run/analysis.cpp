@@ -1,0 +1,167 @@
+// run_analysis(): the model, tokenizer and corpus are opened, the model's shape is read off the
+// first sequence, the passes run (analyzer/run/pass.h), and heads.json and the reports are written
+// (DESIGN.md, "Data flow").
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "analyzer/errors.h"
+#include "analyzer/run/analysis.h"
+#include "analyzer/run/output_dir.h"
+#include "analyzer/run/pass.h"
+#include "analyzer/run/run_state.h"
+#include "heads/registry.h"
+#include "reports/heads_json.h"
+#include "reports/report_writer.h"
+
+namespace headscan {
+namespace {
+
+// Fewer parsed sentences than this give too few arcs for most relations to reach their support.
+constexpr std::int64_t kFewParsedSentences = 50;
+
+void load_model_and_text(RunState& state) {
+  const AnalysisOptions& options = state.options;
+  state.model = InstrumentedModel::load(options.model_path);
+  const ModelMetadata& metadata = state.model->metadata();
+  state.text = resolve_text_setup(TextSources{options.tokenizer_path, options.model_path,
+                                              state.model->embedded_tokenizer(), &metadata, options.max_length});
+  state.model_summary.tokenizer = state.text.tokenizer_description;
+  if (state.text.bos) {
+    state.model_summary.bos_token = state.text.bos->token;
+    state.pad_id = state.text.bos->id;
+  }
+  state.warnings.insert(state.warnings.end(), state.text.warnings.begin(), state.text.warnings.end());
+}
+
+// Opens the corpus and reads its first document, on which the model's shape is detected.
+void open_corpus(RunState& state) {
+  state.reader = std::make_unique<DocumentReader>(state.options.corpus_path, state.options.parser);
+  const DocumentReader& reader = *state.reader;
+  if (!state.read_document(*state.reader, state.first_sequences, nullptr)) {
+    throw InputError(fmt::format("{}: the corpus is empty: no {} gives any token ({} lines read); give a "
+                                 "text file with one document per line, or a CoNLL-U file ending in .conllu",
+                                 reader.path(), std::string(reader.format()) == "conllu" ? "sentence" : "line",
+                                 reader.counts().lines_read));
+  }
+  try {
+    state.shape = detect_model_shape(*state.model, state.first_sequences.front().ids);
+  } catch (...) {
+    rethrow_with_context(state.model->path() + ": ");
+  }
+}
+
+// Syntactic labels need parses: say so when few or none were had.
+void warn_about_parses(RunState& state, const DocumentCounts& counts, const Thresholds& thresholds) {
+  if (state.corpus_summary.parser == "none") {
+    state.warnings.push_back("no dependency parses (--parser none), so no syntactic scores: give plain English text "
+                             "to parse with link-grammar, or a CoNLL-U corpus (.conllu)");
+  } else if (counts.parsed_sentences < kFewParsedSentences) {
+    state.warnings.push_back(fmt::format(
+        "{} parsed {} of {} sentence(s): syntactic labels need parses (support of {} arcs per relation); "
+        "link-grammar parses English only, so for other languages give a CoNLL-U corpus (.conllu) from a parser "
+        "for that language",
+        state.corpus_summary.parser, counts.parsed_sentences, counts.sentences, thresholds.at("syntactic_support")));
+  }
+}
+
+nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresholds, double seconds) {
+  const AnalysisOptions& options = state.options;
+  const ModelMetadata& metadata = state.model->metadata();
+  ModelSummary& model = state.model_summary;
+  model.path = options.model_path;
+  model.name = metadata.name;
+  model.layers = state.shape.layers;
+  model.heads = state.shape.heads;
+  model.kv_heads = metadata.n_kv_heads.value_or(state.shape.heads);
+  model.causal = state.shape.causal;
+  model.causal_source = metadata.causal ? "metadata" : "detected";
+  model.capture = state.model->capture_method();
+  model.forward = state.model->forward_schema();
+  model.max_length = state.text.shape.max_length;
+  if (model.kv_heads <= 0 || state.shape.heads % model.kv_heads != 0) {
+    throw InputError(fmt::format("{}:headscan.json: n_kv_heads {} does not divide the {} query heads found",
+                                 state.model->path(), model.kv_heads, state.shape.heads));
+  }
+  CorpusSummary& corpus = state.corpus_summary;
+  const DocumentReader& reader = *state.reader;
+  const DocumentCounts& counts = reader.counts();
+  corpus.path = options.corpus_path;
+  corpus.format = reader.format();
+  corpus.lines = static_cast<std::int64_t>(counts.lines_read);
+  corpus.documents = static_cast<std::int64_t>(counts.documents_read);
+  corpus.lines_with_invalid_utf8 = static_cast<std::int64_t>(counts.lines_with_invalid_utf8);
+  corpus.parser = reader.parser();
+  corpus.sentences = counts.sentences;
+  corpus.parsed_sentences = counts.parsed_sentences;
+  if (counts.lines_with_invalid_utf8 > 0) {
+    state.warnings.push_back(fmt::format("{}: {} line(s) had invalid UTF-8, replaced by U+FFFD ({} replacement(s))",
+                                         reader.path(), counts.lines_with_invalid_utf8,
+                                         counts.invalid_utf8_replacements));
+  }
+  warn_about_parses(state, counts, thresholds);
+  if (corpus.truncated) state.warnings.push_back(fmt::format("stopped after --max-sequences {}", options.max_sequences));
+  RunSummary run;
+  run.seconds = seconds;
+  run.threads = torch::get_num_threads();
+  run.batch_size = options.batch_size;
+  run.seed = options.seed;
+  return make_heads_json(model, corpus, state.probe_summary, thresholds,
+                         state.classifiers.finalize(thresholds, model.kv_heads), run, state.warnings);
+}
+
+void write_report(RunState& state, const nlohmann::ordered_json& document, const OutputDirectory& output) {
+  const AnalysisOptions& options = state.options;
+  write_json_file(document, output.staging() / "heads.json");
+  state.frequencies->save((output.staging() / "idf.txt").string(), *state.text.tokenizer);
+  if (!options.html && !options.plots) return;
+  if (!state.record_examples) {
+    state.corpus_examples = capture_examples(*state.model, state.corpus_example_chooser.chosen(),
+                                             *state.text.tokenizer, state.shape, "corpus line");
+    state.probe_examples = capture_examples(*state.model, state.probe_example_sequences, *state.text.tokenizer,
+                                            state.shape, "probe");
+  }
+  write_reports(output.staging(), document, state.corpus_examples, state.probe_examples,
+                ReportOptions{options.html, options.plots});
+}
+
+}  // namespace
+
+AnalysisSummary run_analysis(const AnalysisOptions& options) {
+  if (options.batch_size < 1) throw InputError(fmt::format("--batch-size {}: must be at least 1", options.batch_size));
+  if (options.max_length != 0 && options.max_length < 2) {
+    throw InputError(fmt::format("--max-length {}: sequences need at least 2 tokens", options.max_length));
+  }
+  OutputDirectory output(options.output_dir, options.force);
+  const auto start = std::chrono::steady_clock::now();
+  torch::NoGradGuard no_grad;
+  if (options.threads > 0) torch::set_num_threads(options.threads);
+
+  RunState state(options);
+  load_model_and_text(state);
+  const Thresholds thresholds = resolve_thresholds(options.thresholds);
+  open_corpus(state);
+  state.classifiers.begin(state.shape);
+  state.record_examples = state.shape.causal && (options.html || options.plots);
+  for (const auto& pass : make_passes(options)) pass->run(state);
+
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const nlohmann::ordered_json document = heads_document(state, thresholds, seconds);
+  write_report(state, document, output);
+  output.commit();
+
+  AnalysisSummary summary;
+  summary.output_dir = options.output_dir;
+  summary.layers = state.shape.layers;
+  summary.heads = state.shape.heads;
+  summary.sequences = state.corpus_summary.sequences;
+  summary.tokens = state.corpus_summary.tokens;
+  summary.seconds = seconds;
+  for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
+  summary.warnings = state.warnings;
+  return summary;
+}
+
+}  // namespace headscan

@@ -1,0 +1,61 @@
+#include "analyzer/run/examples.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+namespace headscan {
+
+void ExampleChooser::offer(Sequence& sequence) {
+  if (chosen_.size() >= ExampleSequence::kMaxExamples) return;
+  sequence.example = static_cast<int>(chosen_.size());
+  Sequence example = sequence;
+  const std::size_t length = std::min(example.ids.size(), ExampleSequence::kMaxExampleTokens);
+  example.ids.resize(length);
+  example.special.resize(length);
+  chosen_.push_back(std::move(example));
+}
+
+ExampleSequence make_example(const Sequence& sequence, const Tokenizer& tokenizer, const ModelShape& shape,
+                             const std::string& source) {
+  ExampleSequence example;
+  example.source = fmt::format("{} {}", source, sequence.line_number);
+  for (std::size_t t = 0; t < sequence.ids.size(); ++t) {
+    example.tokens.push_back(tokenizer.id_to_piece(sequence.ids[t]));
+    example.special.push_back(sequence.special[t] != 0);
+  }
+  example.layers = shape.layers;
+  example.heads = shape.heads;
+  const std::size_t length = sequence.ids.size();
+  example.attention.assign(static_cast<std::size_t>(shape.layers * shape.heads) * length * length, 0.0f);
+  return example;
+}
+
+void record_example_attention(ExampleSequence& example, int layer, const at::Tensor& attention) {
+  TORCH_CHECK(attention.dim() == 3, "attention must be [H,T,T], got ", attention.sizes());
+  const auto length = static_cast<std::int64_t>(example.tokens.size());
+  if (layer < 0 || layer >= example.layers || attention.size(0) != example.heads || attention.size(1) < length) return;
+  const at::Tensor corner =
+      attention.slice(/*dim=*/1, 0, length).slice(/*dim=*/2, 0, length).to(torch::kFloat).contiguous();  // [H, T, T]
+  std::copy_n(corner.data_ptr<float>(), corner.numel(),
+              example.attention.begin() + static_cast<std::ptrdiff_t>(layer) * corner.numel());
+}
+
+std::vector<ExampleSequence> capture_examples(InstrumentedModel& model, const std::vector<Sequence>& sequences,
+                                              const Tokenizer& tokenizer, const ModelShape& shape,
+                                              const std::string& source) {
+  std::vector<ExampleSequence> examples;
+  for (const Sequence& sequence : sequences) {
+    ExampleSequence example = make_example(sequence, tokenizer, shape, source);
+    const at::Tensor ids = torch::tensor(sequence.ids, torch::kInt64).unsqueeze(0);
+    const at::Tensor mask = torch::ones_like(ids);
+    model.forward(ids, &mask, [&](int layer, const at::Tensor& attention) {
+      if (layer < shape.layers && attention.size(1) == shape.heads) record_example_attention(example, layer, attention[0]);
+    });
+    examples.push_back(std::move(example));
+  }
+  return examples;
+}
+
+}  // namespace headscan

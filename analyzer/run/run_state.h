@@ -1,0 +1,74 @@
+#pragma once
+// What the passes of one run share (analyzer/run/pass.h): the instrumented model, the tokenizer
+// and sequence shape, the classifiers, the corpus being read, the summaries that become heads.json
+// and the example sequences the report draws.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "analyzer/corpus/document_frequencies.h"
+#include "analyzer/corpus/documents.h"
+#include "analyzer/model/model.h"
+#include "analyzer/model/model_shape.h"
+#include "analyzer/run/analysis.h"
+#include "analyzer/run/examples.h"
+#include "analyzer/run/sequences.h"
+#include "analyzer/run/text_setup.h"
+#include "heads/classifier_set.h"
+#include "reports/heads_json.h"
+
+namespace headscan {
+
+struct RunState {
+  explicit RunState(const AnalysisOptions& run_options) : options(run_options) {}
+
+  const AnalysisOptions& options;
+  std::unique_ptr<InstrumentedModel> model;
+  TextSetup text;
+  std::int64_t pad_id = 0;  // right padding of batches (BOS, else id 0): never a real query's key
+  ModelShape shape;
+  ClassifierSet classifiers;
+
+  // The corpus, opened before the passes; the first document's sequences were read to find the
+  // model's shape and wait in first_sequences for the corpus pass.
+  std::unique_ptr<DocumentReader> reader;
+  std::vector<Sequence> first_sequences;
+  // Document frequencies for rare-word heads (the corpus's or --idf's) and their idf per id.
+  std::unique_ptr<DocumentFrequencies> frequencies;
+  at::Tensor idf_table;  // [V] float
+
+  ModelSummary model_summary;
+  CorpusSummary corpus_summary;
+  ProbeSummary probe_summary;
+  std::vector<std::string> warnings;
+
+  // The report's example sequences. Causal models record their attention in the passes (the
+  // top-left corner of a sequence's attention is its prefix's); other models run them again.
+  ExampleChooser corpus_example_chooser;
+  std::vector<Sequence> probe_example_sequences;
+  bool record_examples = false;
+  std::vector<ExampleSequence> corpus_examples;
+  std::vector<ExampleSequence> probe_examples;
+
+  // Reads documents until one yields sequences: tokenized, cut into windows, words attached when
+  // parsed, counted into `frequencies` when given. False at the end of the corpus.
+  bool read_document(DocumentReader& documents, std::vector<Sequence>& sequences,
+                     DocumentFrequencies* counted) const;
+
+  // Whether batches may be right-padded: the model takes a mask, or is causal (no real query sees
+  // the padding after it).
+  bool pads() const;
+
+  // One forward call over `batch`. Each layer's attention goes to the classifiers that read
+  // `feeds` (none when nullopt) and, when recording, into `examples` (Sequence::example indexes
+  // it). Throws InputError when the model breaks the shape seen on the first sequence.
+  ForwardOutput forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
+                        std::int64_t batch_index, std::vector<ExampleSequence>* examples);
+};
+
+}  // namespace headscan

@@ -1,0 +1,66 @@
+#pragma once
+// From documents to model inputs: windows of at most max_length tokens with BOS prepended
+// (DESIGN.md, "Sequences"), and batches of sequences in bounded memory.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "analyzer/tokenizers/tokenizer.h"
+#include "analyzer/corpus/parsed_sentence.h"
+#include "analyzer/corpus/sequence_words.h"
+
+namespace headscan {
+
+struct Sequence {
+  std::vector<std::int64_t> ids;
+  std::vector<std::uint8_t> special;  // 1 for BOS and the tokenizer's special tokens
+  std::size_t line_number = 0;        // the corpus line it comes from
+  std::size_t window = 0;             // 0 for the first window of a line
+  std::shared_ptr<const SequenceWords> words;  // words and dependency arcs; null without a parse
+  int example = -1;  // index among the report's example sequences (ExampleChooser), -1: none
+};
+
+struct SequenceShape {
+  std::optional<std::int64_t> bos_id;  // prepended to every window when set
+  std::int64_t max_length = 512;       // tokens per sequence, BOS included
+};
+
+// Cuts one document's tokens into consecutive windows. A document with no tokens gives none.
+std::vector<Sequence> make_sequences(const std::vector<Token>& tokens, const Tokenizer& tokenizer,
+                                     const SequenceShape& shape, std::size_t line_number);
+
+// Gives every window of a document (as make_sequences() cut it from the same tokens and shape)
+// its words and the arcs whose two ends both have tokens in the window.
+void attach_words(std::vector<Sequence>& sequences, const std::vector<int>& token_word,
+                  const ParsedSentence& sentence, const SequenceShape& shape);
+
+// Groups sequences into batches of at most batch_size: sequences of equal length together or,
+// when padding is allowed, neighbours in length order padded to the longest. At most
+// `max_buffered` sequences wait, so memory does not grow with the corpus. Output is
+// deterministic for the same input order.
+class Batcher {
+ public:
+  Batcher(std::size_t batch_size, bool allow_padding, std::size_t max_buffered);
+
+  void add(Sequence sequence);
+  // Batches that are complete, or that must go to keep the buffer bounded.
+  std::vector<std::vector<Sequence>> take_ready();
+  // Everything still waiting, at the end of the corpus.
+  std::vector<std::vector<Sequence>> flush();
+
+ private:
+  std::vector<std::vector<Sequence>> take_all_sorted(bool keep_partial);
+
+  std::size_t batch_size_;
+  bool allow_padding_;
+  std::size_t max_buffered_;
+  std::size_t buffered_ = 0;
+  std::map<std::size_t, std::vector<Sequence>> by_length_;
+  std::vector<std::vector<Sequence>> ready_;
+};
+
+}  // namespace headscan

@@ -1,0 +1,50 @@
+#include "analyzer/run/text_setup.h"
+
+#include <fmt/format.h>
+
+#include "analyzer/errors.h"
+
+namespace headscan {
+
+TextSetup resolve_text_setup(const TextSources& sources) {
+  TextSetup setup;
+  if (!sources.tokenizer_path.empty()) {
+    setup.tokenizer = load_tokenizer_file(sources.tokenizer_path);
+    setup.tokenizer_description = fmt::format("{} ({})", setup.tokenizer->describe(), sources.tokenizer_path);
+  } else if (sources.model_path.empty()) {
+    throw InputError("no tokenizer; give MODEL.pt or --tokenizer FILE (tokenizer.json or .model)");
+  } else if (sources.embedded_tokenizer.empty()) {
+    throw InputError(fmt::format(
+        "{}: no tokenizer: the archive holds no tokenizer.json; pass --tokenizer FILE (a Hugging Face "
+        "tokenizer.json or a SentencePiece .model), or save it inside the model with torch.jit.save(m, path, "
+        "_extra_files={{\"tokenizer.json\": text}})",
+        sources.model_path));
+  } else {
+    const std::string origin = sources.model_path + ":tokenizer.json";
+    setup.tokenizer = tokenizer_from_hf_json(sources.embedded_tokenizer, origin);
+    setup.tokenizer_description = fmt::format("{} ({})", setup.tokenizer->describe(), origin);
+  }
+
+  const ModelMetadata none;
+  const ModelMetadata& metadata = sources.metadata != nullptr ? *sources.metadata : none;
+  const std::string metadata_origin =
+      sources.model_path.empty() ? std::string("headscan.json") : sources.model_path + ":headscan.json";
+  // headscan.json's BOS, else the tokenizer template's single leading special token.
+  setup.bos = choose_bos(*setup.tokenizer, metadata.bos_token, metadata_origin);
+  if (setup.bos) setup.shape.bos_id = setup.bos->id;
+
+  if (sources.max_length != 0 && sources.max_length < 2) {
+    throw InputError(fmt::format("--max-length {}: sequences need at least 2 tokens", sources.max_length));
+  }
+  setup.shape.max_length = sources.max_length > 0 ? sources.max_length
+                           : metadata.max_length  ? *metadata.max_length
+                                                  : kDefaultMaxLength;
+  if (sources.max_length == 0 && !metadata.max_length && !sources.model_path.empty()) {
+    setup.warnings.push_back(fmt::format("{} has no max_length in headscan.json: sequences are cut at {} tokens "
+                                         "(set --max-length to the model's context)",
+                                         sources.model_path, kDefaultMaxLength));
+  }
+  return setup;
+}
+
+}  // namespace headscan

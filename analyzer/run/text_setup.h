@@ -1,0 +1,40 @@
+#pragma once
+// The tokenizer, BOS and max_length of a run, resolved in one place for every command, so that
+// `headscan tokenize` shows exactly the sequences the analysis builds.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/model.h"
+#include "analyzer/run/sequences.h"
+#include "analyzer/tokenizers/tokenizer.h"
+
+namespace headscan {
+
+// max_length when neither --max-length nor headscan.json gives one.
+constexpr std::int64_t kDefaultMaxLength = 512;
+
+// Where the tokenizer and metadata come from.
+struct TextSources {
+  std::string tokenizer_path;         // --tokenizer FILE; empty: the model's own tokenizer.json
+  std::string model_path;             // the model archive; empty: none (tokenize --tokenizer FILE)
+  std::string embedded_tokenizer;     // the archive's tokenizer.json text; empty if absent
+  const ModelMetadata* metadata = nullptr;  // the archive's headscan.json; null: none
+  std::int64_t max_length = 0;        // --max-length; 0: headscan.json's, else kDefaultMaxLength
+};
+
+struct TextSetup {
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::string tokenizer_description;  // e.g. "WordLevel, 64 tokens (model.pt:tokenizer.json)"
+  std::optional<BosChoice> bos;       // prepended to every window when set
+  SequenceShape shape;                // BOS id and max_length
+  std::vector<std::string> warnings;  // e.g. max_length fell back to the default
+};
+
+// Throws InputError when there is no tokenizer, it is malformed, or max_length is below 2.
+TextSetup resolve_text_setup(const TextSources& sources);
+
+}  // namespace headscan

@@ -1,0 +1,148 @@
+#include "analyzer/run/tokenize_command.h"
+
+#include <algorithm>
+#include <istream>
+#include <memory>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/corpus/text_lines.h"
+#include "analyzer/errors.h"
+#include "analyzer/model/model_archive.h"
+#include "analyzer/run/sequences.h"
+#include "analyzer/run/text_setup.h"
+#include "analyzer/tokenizers/tokenizer.h"
+
+namespace headscan {
+namespace {
+
+// The tokenizer, BOS and max_length exactly as the analysis resolves them.
+TextSetup load(const TokenizeOptions& options) {
+  ModelArchiveExtras extras;
+  ModelMetadata metadata;
+  if (!options.model_path.empty()) {
+    extras = read_model_extras(options.model_path);
+    metadata = parse_model_metadata(extras.headscan_json, options.model_path + ":headscan.json");
+  }
+  if (options.tokenizer_path.empty() && options.model_path.empty()) {
+    throw InputError("headscan tokenize: no tokenizer; give MODEL.pt or --tokenizer FILE (tokenizer.json or .model)");
+  }
+  return resolve_text_setup(
+      TextSources{options.tokenizer_path, options.model_path, extras.tokenizer_json, &metadata, options.max_length});
+}
+
+// The non-empty lines of the input, valid UTF-8, with their 1-based line numbers.
+class LineSource {
+ public:
+  LineSource(const TokenizeOptions& options, std::istream& standard_input) : standard_input_(standard_input) {
+    if (options.text) {
+      text_ = *options.text;
+    } else if (!options.input_path.empty() && options.input_path != "-") {
+      file_ = std::make_unique<TextCorpusReader>(options.input_path);
+    }
+  }
+
+  bool next(CorpusLine& line) {
+    if (file_) return file_->next(line);
+    std::string raw;
+    while (read_raw(raw)) {
+      ++line_number_;
+      if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+      if (raw.empty()) continue;
+      if (repair_utf8(raw) > 0) ++invalid_lines_;
+      line.text = std::move(raw);
+      line.line_number = line_number_;
+      return true;
+    }
+    return false;
+  }
+
+  std::size_t invalid_lines() const { return file_ ? file_->lines_with_invalid_utf8() : invalid_lines_; }
+
+ private:
+  bool read_raw(std::string& raw) {
+    if (!text_) return static_cast<bool>(std::getline(standard_input_, raw));
+    if (text_position_ > text_->size()) return false;
+    const std::size_t end = std::min(text_->find('\n', text_position_), text_->size());
+    raw = text_->substr(text_position_, end - text_position_);
+    text_position_ = end + 1;
+    return true;
+  }
+
+  std::istream& standard_input_;
+  std::unique_ptr<TextCorpusReader> file_;
+  std::optional<std::string> text_;
+  std::size_t text_position_ = 0;
+  std::size_t line_number_ = 0;
+  std::size_t invalid_lines_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::size_t> code_points_before(std::string_view text) {
+  std::vector<std::size_t> before(text.size() + 1, 0);
+  std::size_t count = 0;
+  for (std::size_t pos = 0; pos < text.size(); ++pos) {
+    before[pos] = count;
+    if ((static_cast<unsigned char>(text[pos]) & 0xC0) != 0x80) ++count;
+  }
+  before[text.size()] = count;
+  return before;
+}
+
+TokenizeSummary run_tokenize(const TokenizeOptions& options, std::istream& standard_input, std::ostream& out) {
+  const TextSetup setup = load(options);
+  const Tokenizer& tokenizer = *setup.tokenizer;
+  const SequenceShape& shape = setup.shape;
+  const std::optional<BosChoice>& bos = setup.bos;
+  TokenizeSummary summary;
+  summary.tokenizer = setup.tokenizer_description;
+  summary.bos = bos ? fmt::format("{} (id {}, from {})", bos->token, bos->id, bos->source) : "none";
+  summary.max_length = shape.max_length;
+
+  LineSource lines(options, standard_input);
+  CorpusLine line;
+  while (lines.next(line)) {
+    ++summary.documents;
+    const std::vector<Token> tokens = tokenizer.encode(line.text);
+    const std::vector<std::size_t> before = code_points_before(line.text);
+    auto begin_of = [&](std::size_t byte) {  // the character that contains `byte`
+      const bool inside = byte < line.text.size() && (static_cast<unsigned char>(line.text[byte]) & 0xC0) == 0x80;
+      return before[byte] - (inside ? 1 : 0);
+    };
+    std::size_t next_token = 0;
+    for (const Sequence& sequence : make_sequences(tokens, tokenizer, shape, line.line_number)) {
+      nlohmann::ordered_json ids = nlohmann::ordered_json::array();
+      nlohmann::ordered_json pieces = nlohmann::ordered_json::array();
+      nlohmann::ordered_json spans = nlohmann::ordered_json::array();
+      std::size_t position = 0;
+      if (shape.bos_id) {
+        ids.push_back(*shape.bos_id);
+        pieces.push_back(bos->token);
+        spans.push_back({0, 0});
+        position = 1;
+      }
+      for (; position < sequence.ids.size(); ++position, ++next_token) {
+        const Token& token = tokens.at(next_token);
+        ids.push_back(token.id);
+        pieces.push_back(token.piece);
+        spans.push_back({begin_of(token.begin), before[token.end]});
+      }
+      const nlohmann::ordered_json object = {{"line", line.line_number}, {"window", sequence.window},
+                                             {"ids", ids},                {"tokens", pieces},
+                                             {"spans", spans}};
+      out << object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+      ++summary.windows;
+      summary.tokens += sequence.ids.size();
+    }
+  }
+  if (lines.invalid_lines() > 0) {
+    summary.warnings.push_back(fmt::format("{} line(s) had invalid UTF-8, replaced by U+FFFD before tokenizing",
+                                           lines.invalid_lines()));
+  }
+  return summary;
+}
+
+}  // namespace headscan

@@ -1,0 +1,124 @@
+// Reads Hugging Face tokenizer.json files into a HfTokenizer. Each stage has its own reader
+// (normalizer_from_json, pre_tokenizer_from_json, one per model, template_prefix_from_json); this
+// file holds the model switch.
+
+#include "analyzer/tokenizers/tokenizer_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "analyzer/tokenizers/models/bpe_model.h"
+#include "analyzer/errors.h"
+#include "analyzer/tokenizers/hf_tokenizer.h"
+#include "analyzer/tokenizers/processors/post_processors.h"
+#include "analyzer/tokenizers/models/unigram_model.h"
+#include "analyzer/tokenizers/models/wordlevel_model.h"
+#include "analyzer/tokenizers/models/wordpiece_model.h"
+
+namespace headscan {
+namespace {
+
+constexpr const char* kSupportedModels = "BPE, WordPiece, Unigram, WordLevel";
+constexpr const char* kWhatToDo = "give the tokenizer.json that the tokenizers library saved for this model";
+
+std::string describe_json(const nlohmann::json* found) {
+  if (found == nullptr) return "nothing (the field is missing)";
+  std::string text = found->dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return std::string(found->type_name()) + " " + text;
+}
+
+// Files written before the tokenizers library stored "type" are recognised by their fields.
+std::string model_type(const nlohmann::json& spec, const std::string& origin) {
+  if (spec.contains("type")) return component_type(spec, origin, "model");
+  if (spec.contains("merges")) return "BPE";
+  if (spec.contains("vocab") && spec["vocab"].is_array()) return "Unigram";
+  if (spec.contains("continuing_subword_prefix")) return "WordPiece";
+  return "WordLevel";
+}
+
+std::unique_ptr<TokenizerModel> model_from_json(const nlohmann::json* spec, const std::string& origin) {
+  if (spec == nullptr || !spec->is_object()) {
+    throw_bad_field(origin, "model", "an object describing the tokenizer model", spec);
+  }
+  const std::string type = model_type(*spec, origin);
+  if (type == "BPE") return BpeModel::from_json(*spec, origin);
+  if (type == "WordPiece") return WordPieceModel::from_json(*spec, origin);
+  if (type == "Unigram") return UnigramModel::from_json(*spec, origin);
+  if (type == "WordLevel") return WordLevelModel::from_json(*spec, origin);
+  throw_unsupported_type(origin, "model", "model", type, kSupportedModels);
+}
+
+const nlohmann::json* field(const nlohmann::json& object, const char* name) {
+  const auto found = object.find(name);
+  return found == object.end() ? nullptr : &*found;
+}
+
+}  // namespace
+
+std::string component_type(const nlohmann::json& spec, const std::string& origin, const std::string& where) {
+  if (!spec.is_object()) throw_bad_field(origin, where, "an object with a \"type\"", &spec);
+  const nlohmann::json* type = field(spec, "type");
+  if (type == nullptr || !type->is_string()) throw_bad_field(origin, where + ".type", "a type name", type);
+  return type->get<std::string>();
+}
+
+void throw_unsupported_type(const std::string& origin, const std::string& where, const std::string& kind,
+                            const std::string& type, const std::string& supported) {
+  throw InputError(origin + ": unsupported " + kind + " type \"" + type + "\" (in " + where +
+                   "); supported: " + supported + ". Give a tokenizer.json whose " + kind + " is one of these");
+}
+
+void throw_bad_field(const std::string& origin, const std::string& where, const std::string& expected,
+                     const nlohmann::json* found) {
+  throw InputError(origin + ": expected " + where + " to be " + expected + ", found " + describe_json(found) + "; " +
+                   kWhatToDo);
+}
+
+std::unordered_map<std::string, std::int64_t> read_vocab(const nlohmann::json& model, const std::string& origin,
+                                                         const std::string& entries) {
+  const auto field = model.find("vocab");
+  if (field == model.end() || !field->is_object()) {
+    throw_bad_field(origin, "model.vocab", "an object mapping each " + entries + " to its id",
+                    field == model.end() ? nullptr : &*field);
+  }
+  std::unordered_map<std::string, std::int64_t> vocab;
+  vocab.reserve(field->size());
+  for (const auto& [piece, id] : field->items()) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0) {
+      throw_bad_field(origin, "model.vocab[\"" + piece + "\"]", "a non-negative integer id", &id);
+    }
+    vocab.emplace(piece, id.get<std::int64_t>());
+  }
+  return vocab;
+}
+
+std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view json_text, const std::string& origin) {
+  nlohmann::json spec;
+  try {
+    spec = nlohmann::json::parse(json_text.begin(), json_text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string detail = e.what();
+    const std::size_t prefix_end = detail.find("] ");  // drop "[json.exception.parse_error.101] "
+    if (prefix_end != std::string::npos) detail = detail.substr(prefix_end + 2);
+    throw InputError(origin + ": expected a Hugging Face tokenizer.json, found malformed JSON (" + detail + "); " +
+                     kWhatToDo);
+  }
+  if (!spec.is_object()) throw_bad_field(origin, "the file", "a JSON object (a Hugging Face tokenizer.json)", &spec);
+
+  try {
+    std::vector<AddedToken> added_tokens = added_tokens_from_json(field(spec, "added_tokens"), origin);
+    const nlohmann::json null_spec;
+    const nlohmann::json* normalizer = field(spec, "normalizer");
+    const nlohmann::json* pre_tokenizer = field(spec, "pre_tokenizer");
+    auto model = model_from_json(field(spec, "model"), origin);
+    std::vector<std::string> template_prefix = template_prefix_from_json(field(spec, "post_processor"), origin);
+    return std::make_unique<HfTokenizer>(
+        std::move(added_tokens), normalizer_from_json(normalizer ? *normalizer : null_spec, origin),
+        pre_tokenizer_from_json(pre_tokenizer ? *pre_tokenizer : null_spec, origin), std::move(model),
+        std::move(template_prefix));
+  } catch (const nlohmann::json::exception& e) {  // a field of an unexpected JSON type we did not check
+    throw InputError(origin + ": expected a Hugging Face tokenizer.json, found " + e.what() + "; " + kWhatToDo);
+  }
+}
+
+}  // namespace headscan

@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""A bare forward pass in Python: the baseline a TransformerLens or plain PyTorch user pays.
+
+    /usr/bin/python3 bench/bare_forward.py MODEL.pt CORPUS [--threads N] [--batch-size N] [--max-length N]
+
+Loads the TorchScript archive with torch.jit.load, tokenizes the corpus with the archive's
+WordLevel tokenizer.json (whitespace split, as bench/make_gpt2_small.py writes it), cuts each line
+into windows of max_length tokens with BOS prepended (headscan.json), and runs consecutive windows
+of equal length in batches of --batch-size (shorter ones right-padded with BOS) under
+torch.no_grad(). One extra forward over two tokens first, as headscan_bench_forward does. Prints
+the batches, sequences and tokens it ran.
+"""
+
+import argparse
+import json
+import zipfile
+
+import torch
+
+
+def extra_file(path: str, name: str) -> str:
+    with zipfile.ZipFile(path) as archive:
+        for entry in archive.namelist():
+            if entry.endswith("/extra/" + name):
+                return archive.read(entry).decode("utf-8")
+    return ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model")
+    parser.add_argument("corpus")
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--max-length", type=int, default=0, help="tokens per window, BOS included")
+    args = parser.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+
+    tokenizer = json.loads(extra_file(args.model, "tokenizer.json"))
+    meta = json.loads(extra_file(args.model, "headscan.json") or "{}")
+    vocab = tokenizer["model"]["vocab"]
+    unk = vocab[tokenizer["model"]["unk_token"]]
+    bos = vocab[meta["bos_token"]]
+    room = (args.max_length or meta.get("max_length", 512)) - 1
+    module = torch.jit.load(args.model).eval()
+
+    windows = []
+    with open(args.corpus, encoding="utf-8") as corpus:
+        for line in corpus:
+            ids = [vocab.get(word, unk) for word in line.split()]
+            windows += [[bos] + ids[start:start + room] for start in range(0, len(ids), room)]
+
+    batches = sequences = tokens = 0
+    with torch.no_grad():
+        module(torch.full((1, 2), bos, dtype=torch.long))
+        for start in range(0, len(windows), args.batch_size):
+            batch = windows[start:start + args.batch_size]
+            length = max(len(w) for w in batch)
+            ids = torch.tensor([w + [bos] * (length - len(w)) for w in batch], dtype=torch.long)
+            module(ids)
+            batches += 1
+            sequences += len(batch)
+            tokens += sum(len(w) for w in batch)
+    print(f"{batches} batches, {sequences} sequences, {tokens} tokens")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+// The corpus reader: one document per line, empty lines skipped, invalid UTF-8 repaired, binary
+// files and missing paths rejected with messages that say what to do.
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "analyzer/corpus/text_lines.h"
+#include "analyzer/errors.h"
+#include "tests/fixtures.h"
+
+using headscan::CorpusLine;
+using headscan::TextCorpusReader;
+using headscan::InputError;
+using headscan::repair_utf8;
+using headscan::testing::TempDir;
+
+namespace {
+
+std::vector<std::pair<std::size_t, std::string>> read_all(TextCorpusReader& reader) {
+  std::vector<std::pair<std::size_t, std::string>> lines;
+  CorpusLine line;
+  while (reader.next(line)) lines.emplace_back(line.line_number, line.text);
+  return lines;
+}
+
+std::pair<std::string, std::size_t> repaired(std::string text) {
+  const std::size_t count = repair_utf8(text);
+  return {text, count};
+}
+
+const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+}  // namespace
+
+TEST_CASE("repair_utf8 replaces maximal invalid subparts", "[corpus][utf8]") {
+  using Result = std::pair<std::string, std::size_t>;
+  SECTION("valid text is unchanged") {
+    CHECK(repaired("plain ascii") == Result{"plain ascii", 0});
+    CHECK(repaired("ÀB 我 😀 \xF4\x8F\xBF\xBF") == Result{"ÀB 我 😀 \xF4\x8F\xBF\xBF", 0});  // U+10FFFF is valid
+  }
+  SECTION("a stray byte") {
+    CHECK(repaired(std::string("a\xFF") + "b") == Result{"a" + kReplacement + "b", 1});
+  }
+  SECTION("a truncated 3-byte sequence at the end is one replacement") {
+    CHECK(repaired("x\xE2\x82") == Result{"x" + kReplacement, 1});
+    CHECK(repaired("\xE2\x82y") == Result{kReplacement + "y", 1});
+    CHECK(repaired("\xF0\x9F\x98") == Result{kReplacement, 1});
+  }
+  SECTION("an overlong encoding is one replacement per byte") {
+    CHECK(repaired("\xC0\xAF") == Result{kReplacement + kReplacement, 2});
+    CHECK(repaired("\xE0\x80\xAF") == Result{kReplacement + kReplacement + kReplacement, 3});
+  }
+  SECTION("a surrogate is invalid") {
+    CHECK(repaired("\xED\xA0\x80") == Result{kReplacement + kReplacement + kReplacement, 3});
+  }
+  SECTION("a code point above U+10FFFF is invalid") {
+    CHECK(repaired("\xF4\x90\x80\x80") == Result{kReplacement + kReplacement + kReplacement + kReplacement, 4});
+  }
+}
+
+TEST_CASE("TextCorpusReader reads one document per line", "[corpus]") {
+  TempDir dir;
+  SECTION("empty lines are skipped, CRLF accepted, the last line needs no newline") {
+    const std::string content = "first\n\nthird\r\n\r\nlast";
+    TextCorpusReader reader(dir.write("corpus.txt", content));
+    CHECK(reader.total_bytes() == content.size());
+    CHECK(read_all(reader) ==
+          std::vector<std::pair<std::size_t, std::string>>{{1, "first"}, {3, "third"}, {5, "last"}});
+    CHECK(reader.lines_read() == 5);
+    CHECK(reader.documents_read() == 3);
+    CHECK(reader.bytes_read() == content.size());
+    CHECK(reader.lines_with_invalid_utf8() == 0);
+  }
+  SECTION("bytes_read advances with each line and its newline") {
+    TextCorpusReader reader(dir.write("corpus.txt", "ab\n\ncd\n"));
+    CorpusLine line;
+    REQUIRE(reader.next(line));
+    CHECK(reader.bytes_read() == 3);
+    REQUIRE(reader.next(line));
+    CHECK(reader.bytes_read() == 7);
+    CHECK_FALSE(reader.next(line));
+    CHECK(reader.lines_read() == 3);
+  }
+  SECTION("invalid UTF-8 is replaced and counted") {
+    TextCorpusReader reader(dir.write("corpus.txt", "ok\nbad \xFF here \xC0\xAF\nfine\n"));
+    CHECK(read_all(reader) ==
+          std::vector<std::pair<std::size_t, std::string>>{
+              {1, "ok"}, {2, "bad " + kReplacement + " here " + kReplacement + kReplacement}, {3, "fine"}});
+    CHECK(reader.lines_with_invalid_utf8() == 1);
+    CHECK(reader.invalid_utf8_replacements() == 3);
+  }
+  SECTION("a UTF-8 byte order mark is not part of the first document") {
+    TextCorpusReader reader(dir.write("corpus.txt", "\xEF\xBB\xBFhello\nworld"));
+    CHECK(read_all(reader) == std::vector<std::pair<std::size_t, std::string>>{{1, "hello"}, {2, "world"}});
+  }
+  SECTION("an empty file has no documents") {
+    TextCorpusReader reader(dir.write("corpus.txt", ""));
+    CorpusLine line;
+    CHECK_FALSE(reader.next(line));
+    CHECK(reader.total_bytes() == 0);
+  }
+  SECTION("a few invalid bytes in text do not make it binary") {
+    std::string latin1 =
+        "caf\xE9 au lait, cr\xE8me br\xFBl\xE9"
+        "e\n";
+    TextCorpusReader reader(dir.write("latin1.txt", latin1));
+    CHECK(read_all(reader).size() == 1);
+    CHECK(reader.invalid_utf8_replacements() == 4);
+  }
+}
+
+TEST_CASE("TextCorpusReader rejects what is not a text corpus", "[corpus][errors]") {
+  TempDir dir;
+  SECTION("a NUL byte") {
+    const std::string path = dir.write("corpus.bin", std::string("abc\0def", 7));
+    CHECK_THROWS_AS(TextCorpusReader(path), InputError);
+    CHECK_THROWS_WITH(TextCorpusReader(path), Catch::Contains("corpus.bin") && Catch::Contains("NUL byte at offset 3") &&
+                                              Catch::Contains("give a text file"));
+  }
+  SECTION("mostly invalid UTF-8") {
+    std::string noise;
+    for (int i = 0; i < 1000; ++i) noise += static_cast<char>(0x80 + i % 100);
+    CHECK_THROWS_WITH(TextCorpusReader(dir.write("noise.dat", noise)), Catch::Contains("noise.dat") &&
+                                                                       Catch::Contains("binary data") &&
+                                                                       Catch::Contains("not valid UTF-8"));
+  }
+  SECTION("UTF-16 text") {
+    CHECK_THROWS_WITH(TextCorpusReader(dir.write("utf16.txt", std::string("\xFF\xFEh\0i\0", 6))),
+                      Catch::Contains("UTF-16") && Catch::Contains("iconv"));
+  }
+  SECTION("a missing file") {
+    const std::string path = (dir / "absent.txt").string();
+    CHECK_THROWS_AS(TextCorpusReader(path), InputError);
+    CHECK_THROWS_WITH(TextCorpusReader(path), Catch::Contains("absent.txt") && Catch::Contains("check the path"));
+  }
+  SECTION("a directory") { CHECK_THROWS_WITH(TextCorpusReader(dir.path().string()), Catch::Contains("directory")); }
+}
