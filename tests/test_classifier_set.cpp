@@ -15,23 +15,20 @@ using namespace headscan;
 
 namespace {
 
-// One causal sequence of 6 tokens, BOS + w w' w w' w: head 0 attends the previous token, head 1 the
+// One causal sequence of 7 tokens, BOS + a b c a b c: head 0 attends the previous token, head 1 the
 // token after the earlier occurrence of the query's token (an induction pattern).
 struct RepeatBatch {
-  at::Tensor ids = torch::tensor({0, 7, 8, 7, 8, 7}, torch::kInt64).view({1, 6});
-  at::Tensor valid = torch::ones({1, 6}, torch::kBool);
-  at::Tensor special = torch::tensor({1, 0, 0, 0, 0, 0}, torch::kBool).view({1, 6});
-  at::Tensor idf = torch::tensor({-1.0 / 0.0, 1.0, 1.0, 1.0, 1.0, 1.0}).view({1, 6});
-  at::Tensor attention = torch::zeros({1, 2, 6, 6});
+  at::Tensor ids = torch::tensor({0, 7, 8, 9, 7, 8, 9}, torch::kInt64).view({1, 7});
+  at::Tensor valid = torch::ones({1, 7}, torch::kBool);
+  at::Tensor special = torch::tensor({1, 0, 0, 0, 0, 0, 0}, torch::kBool).view({1, 7});
+  at::Tensor idf = torch::tensor({-1.0 / 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}).view({1, 7});
+  at::Tensor attention = torch::zeros({1, 2, 7, 7});
 
   RepeatBatch() {
-    for (int i = 0; i < 6; ++i) attention[0][0][i][std::max(0, i - 1)] = 1;
-    // Induction targets: query 3 (w) → 2, query 4 (w') → 3, query 5 (w) → 2 and 4, half each.
-    for (int i : {0, 1, 2}) attention[0][1][i][0] = 1;
-    attention[0][1][3][2] = 1;
-    attention[0][1][4][3] = 1;
-    attention[0][1][5][2] = 0.5;
-    attention[0][1][5][4] = 0.5;
+    for (int i = 0; i < 7; ++i) attention[0][0][i][std::max(0, i - 1)] = 1;
+    // Induction targets: query 4 (a) → 2, query 5 (b) → 3, query 6 (c) → 4.
+    for (int i : {0, 1, 2, 3}) attention[0][1][i][0] = 1;
+    for (int i : {4, 5, 6}) attention[0][1][i][i - 2] = 1;
   }
   BatchContext context(BatchSource source) const {
     return BatchContext{ids, valid, special, idf, /*causal=*/true, /*has_bos=*/true, source, 0};
@@ -77,7 +74,7 @@ TEST_CASE("the classifier set routes each batch to the classifiers of its source
   // The probe classifiers saw nothing: no query to average.
   CHECK(scores_of(corpus_only, 1)["induction"].is_null());
   CHECK(scores_of(corpus_only, 1)["duplicate_token"].is_null());
-  // induction_text reads the corpus: queries 3, 4, 5 have an earlier occurrence at s < i - 1.
+  // induction_text reads the corpus: queries 4, 5, 6 have an earlier occurrence at s < i - 1.
   CHECK(scores_of(corpus_only, 1)["induction_text"].get<double>() == Approx(1.0));
 
   set.begin_batch();
@@ -85,6 +82,7 @@ TEST_CASE("the classifier set routes each batch to the classifiers of its source
   const nlohmann::ordered_json both = set.finalize(thresholds, /*kv_heads=*/1);
   CHECK(scores_of(both, 1)["induction"].get<double>() == Approx(1.0));
   CHECK(scores_of(both, 0)["previous_token"].get<double>() == Approx(1.0));  // unchanged by the probe batch
+  CHECK(scores_of(both, 0)["induction"].get<double>() == Approx(0.0));
   CHECK(both[1]["primary"] == "induction");
   CHECK(both[0]["primary"] == "previous-token");
   CHECK(both[1]["kv_group"] == 0);  // one key/value group for both heads

@@ -1,5 +1,5 @@
 // headscan report: head map tooltips, sortable tables, the attention viewer (a bertviz-style head
-// view over the example sequences, weights loaded from data/*.js with <script src>, which works
+// view over the example sequences, weights loaded from data/*.js by script elements, which works
 // from file://), the probe stripe, and a self-test that the browser tests run with "?selftest".
 // Every text from the corpus or the model reaches the DOM through textContent, never innerHTML.
 // Inlined into every page at build time (reports/CMakeLists.txt).
