@@ -127,6 +127,7 @@ def tokenizer_json(words):
 
 
 def main() -> None:
+    global N_LAYERS, N_HEADS, D_MODEL, D_MLP
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir")
     parser.add_argument("--lines", type=int, default=48, help="documents in the corpus")
@@ -139,7 +140,6 @@ def main() -> None:
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
 
-    global N_LAYERS, N_HEADS, D_MODEL, D_MLP
     default_shape = (args.layers, args.heads, args.d_model) == (N_LAYERS, N_HEADS, D_MODEL)
     N_LAYERS, N_HEADS, D_MODEL, D_MLP = args.layers, args.heads, args.d_model, 4 * args.d_model
     words = [f"w{i}" for i in range(VOCAB - len(SPECIALS))]

@@ -7,7 +7,8 @@ namespace headscan {
 const char* report_stylesheet();
 // Runs first, in <head>: the registry that data/*.js files call, and the self-test hooks.
 const char* report_early_script();
-// Runs last: tooltips, sortable tables, the attention viewer, the probe stripe, the self-test.
+// Runs last, inside one function scope: tooltips, sortable tables, the probe stripe, the attention
+// viewer, the self-test (reports/assets/report.js, viewer.js, selftest.js).
 const char* report_script();
 
 }  // namespace headscan

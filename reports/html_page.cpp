@@ -36,7 +36,7 @@ std::string page_end(const nlohmann::ordered_json& config) {
   return fmt::format(
       "<div id=\"tooltip\" role=\"tooltip\"></div>\n"
       "<script type=\"application/json\" id=\"headscan-config\" data-headscan=\"config\">{}</script>\n"
-      "<script data-headscan=\"main\">{}</script>\n</body>\n</html>\n",
+      "<script data-headscan=\"main\">(function () {{\n'use strict';\n{}}})();</script>\n</body>\n</html>\n",
       json_for_script(config), report_script());
 }
 

@@ -1,0 +1,109 @@
+// headscan report: the self-test that the browser tests run by opening a page with "?selftest".
+// Part of the main script (report.js).
+// ---- self-test (browser tests open the page with ?selftest) -------------------------------
+if (location.search.indexOf('selftest') >= 0) {
+  const checks = [];
+  const check = function (name, ok, detail) { checks.push({ name: name, ok: !!ok, detail: detail === undefined ? '' : String(detail) }); };
+  const wait = function (ms) { return new Promise(function (r) { setTimeout(r, ms); }); };
+  const images = Array.prototype.map.call(document.images, function (img) {
+    return img.complete ? Promise.resolve() : new Promise(function (r) { img.onload = img.onerror = r; });
+  });
+  Promise.all([started, Promise.all(probes), Promise.all(images)]).then(function () {
+    const broken = Array.prototype.filter.call(document.images, function (img) { return !img.naturalWidth; });
+    check('images load', broken.length === 0, broken.map(function (i) { return i.getAttribute('src'); }).join(' '));
+    // Nothing outside the file system: no request recorded, none blocked, no absolute URL in the DOM.
+    const remote = performance.getEntriesByType('resource').filter(function (e) { return !/^file:/.test(e.name); });
+    check('no network requests', remote.length === 0, remote.map(function (e) { return e.name; }).join(' '));
+    check('no blocked requests', H.violations.length === 0, H.violations.join(' '));
+    const absolute = [];
+    document.querySelectorAll('[src],[href],[action],[srcset],[poster],[data]').forEach(function (node) {
+      ['src', 'href', 'action', 'srcset', 'poster', 'data'].forEach(function (a) {
+        const v = node.getAttribute(a);
+        if (v && /^\s*(\/\/|[a-z][a-z0-9+.-]*:)/i.test(v) && !/^(javascript:void|#)/.test(v)) absolute.push(a + '=' + v);
+      });
+    });
+    check('only relative links', absolute.length === 0, absolute.join(' '));
+    const foreign = Array.prototype.filter.call(document.scripts, function (s) { return !s.hasAttribute('data-headscan'); });
+    let handlers = 0;
+    document.querySelectorAll('*').forEach(function (node) {
+      for (const a of node.attributes) if (/^on/i.test(a.name)) handlers++;
+    });
+    check('no injected script', foreign.length === 0 && handlers === 0 && H.alerts === 0,
+      'foreign scripts ' + foreign.length + ', handlers ' + handlers + ', alerts ' + H.alerts);
+    if (config.page === 'index') {
+      const cells = document.querySelectorAll('.headmap .cell');
+      let hrefs = 0;
+      cells.forEach(function (c) {
+        if (c.getAttribute('href') === 'heads/L' + c.getAttribute('data-layer') + 'H' + c.getAttribute('data-head') + '.html') hrefs++;
+      });
+      check('head map has layers × heads cells', cells.length === config.layers * config.heads && hrefs === cells.length,
+        cells.length + ' cells, ' + hrefs + ' head links, expected ' + config.layers * config.heads);
+      const rows = document.querySelectorAll('#heads-table tbody tr').length;
+      check('table lists every head', rows === config.layers * config.heads, rows + ' rows');
+      const th = document.querySelector('#heads-table thead th[data-score]');
+      if (th) {
+        const column = Array.prototype.indexOf.call(th.parentNode.children, th);
+        const values = function () {
+          return Array.prototype.map.call(document.querySelectorAll('#heads-table tbody tr'), function (r) {
+            return r.cells[column].getAttribute('data-sort');
+          }).filter(function (v) { return v !== ''; }).map(parseFloat);
+        };
+        th.click();
+        const up = values();
+        th.click();
+        const down = values();
+        const sorted = function (a, sign) { return a.every(function (v, i) { return i === 0 || sign * (v - a[i - 1]) >= 0; }); };
+        check('table sorts', sorted(up, 1) && sorted(down, -1), th.textContent);
+      }
+      const cell = cells[cells.length - 1];
+      cell.dispatchEvent(new MouseEvent('mouseover', { bubbles: true, clientX: 10, clientY: 10 }));
+      const tip = tooltip ? tooltip.textContent : '';
+      const info = headInfo[cell.getAttribute('data-head-id')];
+      check('hover shows every score', tooltip && tooltip.style.display === 'block' && info.scores.every(function (p) { return tip.indexOf(p[0]) >= 0; }), tip);
+      cell.dispatchEvent(new MouseEvent('mouseout', { bubbles: true }));
+    } else {
+      check('head page names its head', document.querySelector('h1').getAttribute('data-head-id') === config.id &&
+        location.pathname.endsWith('/heads/' + config.id + '.html'), location.pathname);
+      const canvas = document.querySelector('canvas.probe');
+      if (canvas) check('probe stripe drawn', canvas.getAttribute('data-drawn') === '1', '');
+    }
+    const v = viewers[0];
+    if (config.examples === 0) {
+      check('viewer says it has no examples', v && /No example/.test(v.status.textContent), v ? v.status.textContent : '');
+    } else if (v && v.m) {
+      // Hovering a query shows its row of weights beside the keys, and the readout names it.
+      const shown = function () { return v.weightText.map(function (t) { return t.textContent; }).join('|'); };
+      const expected = function (q) {
+        return v.weightText.map(function (t, k) { const w = v.m.at(q, k); return w >= 0.005 ? fmt(w) : ''; }).join('|');
+      };
+      const before = shown(), beforeText = v.readout.textContent;
+      const tokens = v.lines.querySelectorAll('text.token[data-side="query"]');
+      const q1 = tokens.length - 1, q2 = Math.min(1, tokens.length - 1);
+      tokens[q1].dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+      const first = shown(), firstText = v.readout.textContent;
+      tokens[q2].dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+      const second = shown(), secondText = v.readout.textContent;
+      tokens[q2].dispatchEvent(new MouseEvent('mouseout', { bubbles: true }));
+      check('hovering a token shows its weights', /^\|*$/.test(before) && first !== before && first === expected(q1) &&
+        second === expected(q2) && firstText !== beforeText && secondText !== firstText && shown() === before,
+        firstText + ' / ' + secondText);
+      const shownTokens = Array.prototype.map.call(tokens, function (t) { return t.textContent; });
+      check('viewer shows the tokens', shownTokens.length === v.m.T, shownTokens.length + ' tokens');
+      H.selftestTokens = shownTokens;
+    } else {
+      check('viewer loads', false, v && v.status ? v.status.textContent : 'no viewer');
+    }
+    return wait(50);
+  }).then(function () {
+    const report = { page: config.page, id: config.id || null, pass: checks.every(function (c) { return c.ok; }),
+      checks: checks, title: document.querySelector('h1').textContent, tokens: H.selftestTokens || [] };
+    const out = el('pre', { id: 'selftest' }, JSON.stringify(report));
+    document.body.appendChild(out);
+    if (config.page === 'index' && /selftest=click/.test(location.search)) {
+      const cells = document.querySelectorAll('.headmap .cell');
+      const cell = cells[cells.length - 1];
+      cell.setAttribute('href', cell.getAttribute('href') + '?selftest=clicked');
+      cell.click();
+    }
+  });
+}
