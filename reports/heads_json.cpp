@@ -62,6 +62,11 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
                      {"threads", run.threads},
                      {"batch_size", run.batch_size},
                      {"seed", run.seed}};
+  if (!run.phases.empty()) {
+    nlohmann::ordered_json phases = nlohmann::ordered_json::object();
+    for (const auto& [name, seconds] : run.phases) phases[name] = std::round(seconds * 1000) / 1000;
+    document["run"]["phases"] = std::move(phases);
+  }
   return document;
 }
 

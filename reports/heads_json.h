@@ -55,7 +55,9 @@ struct CorpusSummary {
 };
 
 struct RunSummary {
-  double seconds = 0;
+  double seconds = 0;  // from start to the end of the last pass
+  // Where the time went: loading, each pass, writing the reports, in seconds, in order.
+  std::vector<std::pair<std::string, double>> phases;
   int threads = 0;
   std::int64_t batch_size = 0;
   std::uint64_t seed = 0;

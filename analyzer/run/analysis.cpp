@@ -2,6 +2,7 @@
 // first sequence, the passes run (analyzer/run/pass.h), and heads.json and the reports are written
 // (DESIGN.md, "Data flow").
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -67,7 +68,7 @@ void warn_about_parses(RunState& state, const DocumentCounts& counts, const Thre
   }
 }
 
-nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresholds, double seconds) {
+nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresholds, const RunSummary& run) {
   const AnalysisOptions& options = state.options;
   const ModelMetadata& metadata = state.model->metadata();
   ModelSummary& model = state.model_summary;
@@ -103,18 +104,13 @@ nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresho
   }
   warn_about_parses(state, counts, thresholds);
   if (corpus.truncated) state.warnings.push_back(fmt::format("stopped after --max-sequences {}", options.max_sequences));
-  RunSummary run;
-  run.seconds = seconds;
-  run.threads = torch::get_num_threads();
-  run.batch_size = options.batch_size;
-  run.seed = options.seed;
   return make_heads_json(model, corpus, state.probe_summary, thresholds,
                          state.classifiers.finalize(thresholds, model.kv_heads), run, state.warnings);
 }
 
-void write_report(RunState& state, const nlohmann::ordered_json& document, const OutputDirectory& output) {
+// idf.txt, the HTML pages and the PNG plots (heads.json is written last, with their time).
+void write_reports(RunState& state, const nlohmann::ordered_json& document, const OutputDirectory& output) {
   const AnalysisOptions& options = state.options;
-  write_json_file(document, output.staging() / "heads.json");
   state.frequencies->save((output.staging() / "idf.txt").string(), *state.text.tokenizer);
   if (!options.html && !options.plots) return;
   if (!state.record_examples) {
@@ -123,8 +119,8 @@ void write_report(RunState& state, const nlohmann::ordered_json& document, const
     state.probe_examples = capture_examples(*state.model, state.probe_example_sequences, *state.text.tokenizer,
                                             state.shape, "probe");
   }
-  write_reports(output.staging(), document, state.corpus_examples, state.probe_examples,
-                ReportOptions{options.html, options.plots});
+  headscan::write_reports(output.staging(), document, state.corpus_examples, state.probe_examples,
+                          ReportOptions{options.html, options.plots});
 }
 
 }  // namespace
@@ -139,17 +135,36 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
   torch::NoGradGuard no_grad;
   if (options.threads > 0) torch::set_num_threads(options.threads);
 
+  RunSummary run;
+  run.threads = torch::get_num_threads();
+  run.batch_size = options.batch_size;
+  run.seed = options.seed;
+  auto phase_start = start;
+  auto end_phase = [&](const std::string& name) {
+    const auto now = std::chrono::steady_clock::now();
+    run.phases.emplace_back(name, std::chrono::duration<double>(now - phase_start).count());
+    phase_start = now;
+  };
+
   RunState state(options);
   load_model_and_text(state);
   const Thresholds thresholds = resolve_thresholds(options.thresholds);
+  end_phase("load");
   open_corpus(state);
   state.classifiers.begin(state.shape);
   state.record_examples = state.shape.causal && (options.html || options.plots);
-  for (const auto& pass : make_passes(options)) pass->run(state);
+  end_phase("shape");
+  for (const auto& pass : make_passes(options)) {
+    pass->run(state);
+    end_phase(pass->name());
+  }
 
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const nlohmann::ordered_json document = heads_document(state, thresholds, seconds);
-  write_report(state, document, output);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::ordered_json document = heads_document(state, thresholds, run);
+  write_reports(state, document, output);
+  end_phase("reports");
+  document["run"]["phases"]["reports"] = std::round(run.phases.back().second * 1000) / 1000;
+  write_json_file(document, output.staging() / "heads.json");
   output.commit();
 
   AnalysisSummary summary;
@@ -158,7 +173,7 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
   summary.heads = state.shape.heads;
   summary.sequences = state.corpus_summary.sequences;
   summary.tokens = state.corpus_summary.tokens;
-  summary.seconds = seconds;
+  summary.seconds = run.seconds;
   for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
   summary.warnings = state.warnings;
   return summary;

@@ -10,7 +10,7 @@ namespace {
 
 class DocumentFrequencyPass : public Pass {
  public:
-  const char* name() const override { return "document frequencies"; }
+  const char* name() const override { return "idf"; }
   std::optional<BatchSource> feeds() const override { return std::nullopt; }
 
   void run(RunState& state) override {

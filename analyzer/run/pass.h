@@ -18,7 +18,7 @@ struct RunState;
 class Pass {
  public:
   virtual ~Pass() = default;
-  // Names the pass in messages: "corpus", "probes".
+  // Names the pass in messages and in heads.json's run.phases: "idf", "corpus", "probes".
   virtual const char* name() const = 0;
   // The classifiers its attention goes to: those that read this source; none when nullopt.
   virtual std::optional<BatchSource> feeds() const = 0;
