@@ -153,6 +153,8 @@ std::string confident_section(const std::vector<ExampleSequence>& examples, cons
   return html + "</tbody></table></div></section>\n";
 }
 
+}  // namespace
+
 std::string head_page(const nlohmann::ordered_json& document, const ReportData& data, const HeadInfo& info,
                       const std::vector<ExampleSequence>& examples, const std::vector<ExampleSequence>& probes,
                       const ReportContents& contents) {
@@ -212,18 +214,6 @@ std::string head_page(const nlohmann::ordered_json& document, const ReportData& 
                        {"headInfo", Json::array({head_summary(data, info)})}};
   html += page_end(config);
   return html;
-}
-
-}  // namespace
-
-void write_head_pages(const std::filesystem::path& directory, const nlohmann::ordered_json& document,
-                      const ReportData& data, const std::vector<ExampleSequence>& examples,
-                      const std::vector<ExampleSequence>& probes, const ReportContents& contents) {
-  const auto pages = directory / "heads";
-  std::filesystem::create_directories(pages);
-  for (const auto& info : data.head_list) {
-    write_text_file(pages / (info.id() + ".html"), head_page(document, data, info, examples, probes, contents));
-  }
 }
 
 }  // namespace headscan

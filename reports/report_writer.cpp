@@ -1,5 +1,6 @@
 #include "reports/report_writer.h"
 
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -7,31 +8,40 @@
 
 #include "reports/attention_data.h"
 #include "reports/html.h"
+#include "reports/parallel_tasks.h"
+#include "reports/text.h"
 #include "reports/plots.h"
 
 namespace headscan {
 
 namespace {
 
-void write_plots(const std::filesystem::path& directory, const ReportData& data,
-                 const std::vector<ExampleSequence>& examples, const std::vector<ExampleSequence>& probes,
-                 const ReportContents& contents) {
+// Every plot as a task of its own.
+void add_plot_tasks(std::vector<std::function<void()>>& tasks, const std::filesystem::path& directory,
+                    const ReportData& data, const std::vector<ExampleSequence>& examples,
+                    const std::vector<ExampleSequence>& probes, const ReportContents& contents) {
   const auto plots = directory / "plots";
   std::filesystem::create_directories(plots);
-  plot_label_map(data, plots / "heads.png");
-  for (const auto& score : data.scores) plot_score_heatmap(data, score, plots / score_plot_name(score.name));
-  plot_layer_summary(data, plots / "layers.png");
+  tasks.emplace_back([&data, plots] { plot_label_map(data, plots / "heads.png"); });
+  for (const auto& score : data.scores) {
+    tasks.emplace_back([&data, &score, plots] { plot_score_heatmap(data, score, plots / score_plot_name(score.name)); });
+  }
+  tasks.emplace_back([&data, plots] { plot_layer_summary(data, plots / "layers.png"); });
   if (contents.attention_plots > 0) {
     std::filesystem::create_directories(plots / "attention");
     for (const auto& info : data.head_list) {
       const std::string labels = info.labels.empty() ? std::string("no label") : fmt::format("{}", fmt::join(info.labels, ", "));
       for (std::size_t k = 0; k < contents.attention_plots; ++k) {
-        plot_attention(examples[k], info.layer, info.head, fmt::format("{} ({}) · {}", info.id(), labels, examples[k].source),
-                       plots / "attention" / fmt::format("{}_{}.png", info.id(), k));
+        tasks.emplace_back([&examples, &info, k, plots, title = fmt::format("{} ({}) · {}", info.id(), labels, examples[k].source)] {
+          plot_attention(examples[k], info.layer, info.head, title,
+                         plots / "attention" / fmt::format("{}_{}.png", info.id(), k));
+        });
       }
     }
   }
-  if (contents.induction_plot) plot_induction(data, probes, plots / "induction.png");
+  if (contents.induction_plot) {
+    tasks.emplace_back([&data, &probes, plots] { plot_induction(data, probes, plots / "induction.png"); });
+  }
 }
 
 void check_examples(const std::vector<ExampleSequence>& examples, const ReportData& data, const char* kind) {
@@ -64,12 +74,20 @@ void write_reports(const std::filesystem::path& directory, const nlohmann::order
     contents.induction_plot = options.plots && !probes.empty() && data.score("induction") != nullptr;
     contents.attention_plots = options.plots ? attention_plots_per_head(data, examples.size()) : 0;
     contents.viewer = select_viewer_examples(examples, probes, data.layers, data.heads);
-    if (options.plots) write_plots(directory, data, examples, probes, contents);
+    std::vector<std::function<void()>> tasks;
+    if (options.plots) add_plot_tasks(tasks, directory, data, examples, probes, contents);
     if (options.html) {
-      write_attention_data(directory, examples, probes, contents.viewer, data.layers, data.heads);
-      write_index_page(directory, heads, data, contents);
-      write_head_pages(directory, heads, data, examples, probes, contents);
+      tasks.emplace_back([&] { write_attention_data(directory, examples, probes, contents.viewer, data.layers, data.heads); });
+      tasks.emplace_back([&] { write_index_page(directory, heads, data, contents); });
+      const auto pages = directory / "heads";
+      std::filesystem::create_directories(pages);
+      for (const auto& info : data.head_list) {
+        tasks.emplace_back([&, pages] {
+          write_text_file(pages / (info.id() + ".html"), head_page(heads, data, info, examples, probes, contents));
+        });
+      }
     }
+    run_tasks_in_parallel(tasks);
   } catch (const std::exception& error) {
     throw std::runtime_error(fmt::format("writing the report into {}: {}", directory.string(), error.what()));
   }
