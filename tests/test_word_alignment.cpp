@@ -58,6 +58,111 @@ TEST_CASE("a token starting in the space before a word belongs to that word", "[
   CHECK(headscan::align_tokens_to_words(tokens, text, sentence, *tokenizer) == std::vector<int>{0, 1, 1});
 }
 
+TEST_CASE("a lone prefix ▁ belongs to no word, ▁ merged with the first character does", "[syntax][alignment]") {
+  // "Designed by Juan" as a Metaspace tokenizer gives it when "▁D" is not in the vocabulary: the
+  // prepended "▁" is a token of its own, aligned to the "D" it was put before.
+  const std::string text = "Designed by Juan";
+  const ParsedSentence sentence = words_at({{0, 8}, {9, 11}, {12, 16}});
+  const auto tokenizer = tokenizer_with_special_zero();
+  SECTION("▁ alone") {
+    const std::vector<Token> tokens = {
+        {2, "▁", 0, 1}, {2, "D", 0, 1}, {2, "esigned", 1, 8}, {2, "▁by", 8, 11}, {2, "▁Juan", 11, 16}};
+    CHECK(headscan::align_tokens_to_words(tokens, text, sentence, *tokenizer) == std::vector<int>{-1, 0, 0, 1, 2});
+  }
+  SECTION("▁Designed as one token") {
+    const std::vector<Token> tokens = {{2, "▁Designed", 0, 8}, {2, "▁by", 8, 11}, {2, "▁Juan", 11, 16}};
+    CHECK(headscan::align_tokens_to_words(tokens, text, sentence, *tokenizer) == std::vector<int>{0, 1, 2});
+  }
+}
+
+TEST_CASE("pieces that stand for whitespace only belong to no word wherever they are aligned", "[syntax][alignment]") {
+  // Every token below spans the "D" of "Dog", as a space a normalizer put before it would.
+  const std::string text = "Dog";
+  const ParsedSentence sentence = words_at({{0, 3}});
+  auto word_of = [&](const headscan::Tokenizer& tokenizer, const std::string& piece) {
+    return headscan::align_tokens_to_words({{2, piece, 0, 1}}, text, sentence, tokenizer).at(0);
+  };
+  SECTION("SentencePiece style: ▁ runs and byte-fallback pieces of whitespace bytes") {
+    const auto tokenizer = tokenizer_with_special_zero();
+    for (const std::string piece : {"▁", "▁▁", "<0x20>", "<0x0A>", "<0x09>", " "}) {
+      INFO("piece " << piece);
+      CHECK(word_of(*tokenizer, piece) == -1);
+    }
+    for (const std::string piece : {"D", "▁D", "<0x44>", "<0xC2>", "<0x2>", "Ġ", "Ċ"}) {
+      INFO("piece " << piece);  // Ġ and Ċ are letters here (Maltese), not bytes
+      CHECK(word_of(*tokenizer, piece) == 0);
+    }
+  }
+  SECTION("byte-level: pieces whose bytes are whitespace") {
+    using namespace tokenizer_testing;
+    const json model = {{"type", "BPE"}, {"vocab", {{"<unk>", 0}, {"x", 1}}}, {"merges", json::array()}};
+    const auto tokenizer = build(tokenizer_spec(model, nullptr, {{"type", "ByteLevel"}, {"add_prefix_space", true}}));
+    REQUIRE(tokenizer->byte_level());
+    for (const std::string piece : {"Ġ", "ĠĠ", "Ċ", "ĉ", "čĊ", "Âł" /* U+00A0 no-break space */}) {
+      INFO("piece " << piece);
+      CHECK(word_of(*tokenizer, piece) == -1);
+    }
+    for (const std::string piece : {"D", "ĠD", "Â" /* part of a character */, "<0x20>" /* literal text */}) {
+      INFO("piece " << piece);
+      CHECK(word_of(*tokenizer, piece) == 0);
+    }
+  }
+}
+
+TEST_CASE("a Metaspace tokenizer's prefix ▁ before a capital belongs to no word", "[syntax][alignment]") {
+  using namespace tokenizer_testing;
+  const std::string text = "Designed by Juan";
+  const ParsedSentence sentence = words_at({{0, 8}, {9, 11}, {12, 16}});
+  SECTION("Unigram behind a Metaspace pre-tokenizer (T5, ALBERT, SentencePiece conversions)") {
+    const json vocab = json::array(
+        {{"<unk>", 0.0}, {"▁", -2.0}, {"D", -3.0}, {"esigned", -3.0}, {"▁by", -2.0}, {"▁Juan", -2.0}, {"▁D", -20.0}});
+    // "▁D" is in the vocabulary but ▁ + D scores better: Unigram keeps them apart.
+    const json model = {{"type", "Unigram"}, {"unk_id", 0}, {"vocab", vocab}};
+    const json metaspace = {{"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", "always"}, {"split", true}};
+    const auto tokenizer = build(tokenizer_spec(model, nullptr, metaspace));
+    const std::vector<Token> tokens = tokenizer->encode(text);
+    REQUIRE(encode(*tokenizer, text) ==
+            Tokens{{1, "▁", 0, 1}, {2, "D", 0, 1}, {3, "esigned", 1, 8}, {4, "▁by", 8, 11}, {5, "▁Juan", 11, 16}});
+    CHECK(headscan::align_tokens_to_words(tokens, text, sentence, *tokenizer) == std::vector<int>{-1, 0, 0, 1, 2});
+  }
+  SECTION("Llama 2 style: Prepend(▁) and Replace normalizers, BPE with byte fallback") {
+    json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {"▁", 3}, {"D", 4}, {"e", 5}, {"s", 6}, {"i", 7},
+                  {"g", 8},     {"n", 9},   {"d", 10},   {"b", 11}, {"y", 12}, {"J", 13}, {"u", 14}, {"a", 15},
+                  {"▁b", 16},   {"▁by", 17}, {"▁J", 18}, {"▁Ju", 19}, {"an", 20}, {"▁Juan", 21}, {"es", 22},
+                  {"ig", 23},   {"ned", 24}, {"ne", 25}, {"esig", 26}, {"esigned", 27}, {"<0x20>", 28}};
+    const json merges = {"▁ b", "▁b y", "▁ J", "▁J u", "a n", "▁Ju an", "e s", "i g", "n e", "ne d", "es ig",
+                         "esig ned"};
+    const json model = {{"type", "BPE"},       {"unk_token", "<unk>"}, {"fuse_unk", true},
+                        {"byte_fallback", true}, {"vocab", vocab},      {"merges", merges}};
+    const json normalizer = {
+        {"type", "Sequence"},
+        {"normalizers", json::array({{{"type", "Prepend"}, {"prepend", "▁"}},
+                                     {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "▁"}}})}};
+    const auto tokenizer = build(tokenizer_spec(model, normalizer, nullptr,
+                                                json::array({added_token(0, "<unk>"), added_token(1, "<s>"),
+                                                             added_token(2, "</s>")})));
+    const std::vector<Token> tokens = tokenizer->encode(text);
+    REQUIRE(encode(*tokenizer, text) ==
+            Tokens{{3, "▁", 0, 1}, {4, "D", 0, 1}, {27, "esigned", 1, 8}, {17, "▁by", 8, 11}, {21, "▁Juan", 11, 16}});
+    CHECK(headscan::align_tokens_to_words(tokens, text, sentence, *tokenizer) == std::vector<int>{-1, 0, 0, 1, 2});
+  }
+  SECTION("byte-level BPE with add_prefix_space: a lone Ġ before the first word") {
+    const json vocab = {{"<unk>", 0}, {"Ġ", 1}, {"D", 2}, {"e", 3}, {"ĠJ", 4}, {"Ġb", 5}, {"y", 6}, {"Ġby", 7},
+                        {"u", 8}, {"a", 9}, {"n", 10}, {"J", 11}, {"b", 12}, {"s", 13}, {"i", 14}, {"g", 15}, {"d", 16},
+                        {"De", 17}};
+    const json merges = {"Ġ b", "Ġb y", "Ġ J", "D e"};
+    const json model = {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}};
+    const json pre_tokenizer = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}};
+    const auto tokenizer = build(tokenizer_spec(model, nullptr, pre_tokenizer));
+    const std::string short_text = "De by J";
+    const std::vector<Token> tokens = tokenizer->encode(short_text);
+    REQUIRE(encode(*tokenizer, short_text) ==
+            Tokens{{1, "Ġ", 0, 1}, {17, "De", 0, 2}, {7, "Ġby", 2, 5}, {4, "ĠJ", 5, 7}});
+    const ParsedSentence words = words_at({{0, 2}, {3, 5}, {6, 7}});
+    CHECK(headscan::align_tokens_to_words(tokens, short_text, words, *tokenizer) == std::vector<int>{-1, 0, 1, 2});
+  }
+}
+
 TEST_CASE("windows of a long sentence keep the arcs whose two ends they hold", "[syntax][alignment]") {
   // Five words, one token each; windows of 3 tokens after BOS: words 0-2, then 3-4.
   ParsedSentence sentence = words_at({{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}});

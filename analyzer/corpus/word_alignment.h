@@ -1,7 +1,9 @@
 #pragma once
 // Tokens to words by character spans (DESIGN.md, "Syntactic heads"): a token belongs to the first
 // word its span overlaps, whitespace not counted, so "▁the" and "Ġthe" belong to "the"; a token
-// that overlaps no word (whitespace only, or a special token) belongs to none.
+// that overlaps no word (whitespace only, or a special token) belongs to none, and so does a token
+// whose own piece is whitespace only ("▁", "Ġ", "<0x0A>") even where a normalizer aligned it to
+// the next character.
 
 #include <string_view>
 #include <vector>

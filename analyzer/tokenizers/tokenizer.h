@@ -37,6 +37,10 @@ class Tokenizer {
   virtual bool is_special(std::int64_t id) const = 0;
   // For reports and errors, e.g. "WordLevel, 64 tokens".
   virtual std::string describe() const = 0;
+  // Whether pieces spell bytes in GPT-2's byte-level alphabet ("Ġ" for a space; byte_level.h), as
+  // behind a ByteLevel pre-tokenizer or normalizer. Other pieces spell text as it is, SentencePiece
+  // style ("▁" for a space, "<0x0A>" for a byte).
+  virtual bool byte_level() const { return false; }
   // The special tokens the tokenizer's own template puts before a text (the leading [CLS] or <s>
   // of a post-processor, a SentencePiece model's BOS), which encode() never adds. choose_bos()
   // decides whether the sequence builder uses them.

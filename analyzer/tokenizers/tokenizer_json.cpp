@@ -4,6 +4,8 @@
 
 #include "analyzer/tokenizers/tokenizer_json.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "analyzer/tokenizers/models/bpe_model.h"
@@ -51,6 +53,19 @@ std::unique_ptr<TokenizerModel> model_from_json(const nlohmann::json* spec, cons
 const nlohmann::json* field(const nlohmann::json& object, const char* name) {
   const auto found = object.find(name);
   return found == object.end() ? nullptr : &*found;
+}
+
+// Whether a normalizer or pre-tokenizer `spec` is ByteLevel or a Sequence holding one (its
+// members are under `members`: "normalizers", "pretokenizers"); such tokenizers spell their
+// pieces in the byte-level alphabet.
+bool is_byte_level(const nlohmann::json* spec, const char* members) {
+  if (spec == nullptr || !spec->is_object()) return false;
+  const nlohmann::json* type = field(*spec, "type");
+  if (type != nullptr && *type == "ByteLevel") return true;
+  const nlohmann::json* list = field(*spec, members);
+  if (list == nullptr || !list->is_array()) return false;
+  return std::any_of(list->begin(), list->end(),
+                     [members](const nlohmann::json& member) { return is_byte_level(&member, members); });
 }
 
 }  // namespace
@@ -112,10 +127,11 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view json_text, co
     const nlohmann::json* pre_tokenizer = field(spec, "pre_tokenizer");
     auto model = model_from_json(field(spec, "model"), origin);
     std::vector<std::string> template_prefix = template_prefix_from_json(field(spec, "post_processor"), origin);
+    const bool byte_level = is_byte_level(normalizer, "normalizers") || is_byte_level(pre_tokenizer, "pretokenizers");
     return std::make_unique<HfTokenizer>(
         std::move(added_tokens), normalizer_from_json(normalizer ? *normalizer : null_spec, origin),
         pre_tokenizer_from_json(pre_tokenizer ? *pre_tokenizer : null_spec, origin), std::move(model),
-        std::move(template_prefix));
+        std::move(template_prefix), byte_level);
   } catch (const nlohmann::json::exception& e) {  // a field of an unexpected JSON type we did not check
     throw InputError(origin + ": expected a Hugging Face tokenizer.json, found " + e.what() + "; " + kWhatToDo);
   }

@@ -11,15 +11,21 @@ namespace {
 constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 struct ByteAlphabet {
+  static constexpr char32_t kLastCharacter = 0x143;  // the 68 bytes that do not stand for themselves end here
+
   std::array<std::string, 256> characters;
+  std::array<int, kLastCharacter + 1> byte_of;  // per character up to kLastCharacter: its byte, or -1
 
   ByteAlphabet() {
     auto stands_for_itself = [](int byte) {
       return (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || (byte >= 0xAE && byte <= 0xFF);
     };
+    byte_of.fill(-1);
     char32_t next = 0x100;
     for (int byte = 0; byte < 256; ++byte) {
-      append_utf8(characters[byte], stands_for_itself(byte) ? static_cast<char32_t>(byte) : next++);
+      const char32_t character = stands_for_itself(byte) ? static_cast<char32_t>(byte) : next++;
+      append_utf8(characters[byte], character);
+      byte_of[character] = byte;
     }
   }
 };
@@ -32,6 +38,21 @@ const ByteAlphabet& alphabet() {
 }  // namespace
 
 std::string_view byte_level_character(unsigned char byte) { return alphabet().characters[byte]; }
+
+std::optional<std::string> from_byte_level(std::string_view piece) {
+  const ByteAlphabet& bytes = alphabet();
+  std::string decoded;
+  decoded.reserve(piece.size());
+  for (std::size_t pos = 0; pos < piece.size();) {
+    const Utf8Char character = decode_utf8(piece, pos);
+    if (!character.valid || character.code_point > ByteAlphabet::kLastCharacter) return std::nullopt;
+    const int byte = bytes.byte_of[character.code_point];
+    if (byte < 0) return std::nullopt;
+    decoded.push_back(static_cast<char>(byte));
+    pos += character.length;
+  }
+  return decoded;
+}
 
 NormalizedString to_byte_level(const NormalizedString& text) { return to_byte_level(text, 0, text.text().size()); }
 

@@ -3,6 +3,8 @@
 // RoBERTa, Llama 3, Qwen): text is cut by the GPT-2 regex, then every byte of every word becomes
 // one printable character, so that the vocabulary covers any input with 256 base symbols.
 
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +18,10 @@ namespace headscan {
 // encoder.py): 0x21–0x7E, 0xA1–0xAC and 0xAE–0xFF stand for themselves, the other 68 bytes for
 // U+0100 + their rank among them, e.g. the space 0x20 for "Ġ" (U+0120).
 std::string_view byte_level_character(unsigned char byte);
+
+// The bytes a piece spelled in that alphabet stands for ("Ġthe" → " the", "Ċ" → "\n"); nullopt
+// when a character of `piece` is not one of the 256.
+std::optional<std::string> from_byte_level(std::string_view piece);
 
 // Every byte of `text` replaced by its character; each new character is aligned to the original
 // character its byte belongs to, so all the bytes of "é" keep the span of "é".
