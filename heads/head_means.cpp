@@ -55,6 +55,25 @@ void HeadMeans::merge(const nlohmann::json& saved) {
   }
 }
 
+void QueryMean::add(const at::Tensor& values, const at::Tensor& counted) {
+  TORCH_CHECK(values.dim() == 2 && counted.sizes() == values.sizes(),
+              "per-query values and their mask must both be [B,N], got ", values.sizes(), " and ", counted.sizes());
+  sum_ += torch::where(counted, values, torch::zeros({}, values.options())).sum(at::kDouble).item<double>();
+  count_ += counted.sum().item<std::int64_t>();
+}
+
+double QueryMean::mean() const {
+  if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
+  return sum_ / static_cast<double>(count_);
+}
+
+nlohmann::json QueryMean::save() const { return {{"sum", sum_}, {"count", count_}}; }
+
+void QueryMean::merge(const nlohmann::json& saved) {
+  sum_ += saved.at("sum").get<double>();
+  count_ += saved.at("count").get<std::int64_t>();
+}
+
 void put_score(nlohmann::ordered_json& scores, const char* name, double value) {
   if (std::isnan(value)) {
     scores[name] = nullptr;

@@ -1,6 +1,7 @@
 #pragma once
 // Per-head running means of a per-query quantity, the statistic behind most head scores: sums per
 // (layer, head) and query counts per layer. Sums and counts, so they merge across shards.
+// QueryMean is the same for a quantity that does not depend on the head.
 
 #include <cstdint>
 #include <vector>
@@ -30,6 +31,23 @@ class HeadMeans {
   ModelShape shape_;
   std::vector<std::vector<double>> sums_;  // [layer][head]
   std::vector<std::int64_t> counts_;       // [layer]
+};
+
+// A running mean of a per-query quantity that is the same for every layer and head (a chance
+// level, say): one sum and one query count, added once per batch.
+class QueryMean {
+ public:
+  // values: [B, N] per-query values; counted: [B, N] bool, the queries that count.
+  void add(const at::Tensor& values, const at::Tensor& counted);
+  // NaN when no query counted.
+  double mean() const;
+
+  nlohmann::json save() const;
+  void merge(const nlohmann::json& saved);
+
+ private:
+  double sum_ = 0;
+  std::int64_t count_ = 0;
 };
 
 // Writes a score: a finite mean as a number rounded to 6 decimals, NaN (no query counted) as null.

@@ -1,6 +1,13 @@
-// rare_word: over queries with at least 3 visible non-special keys, the share whose argmax key
-// holds a visible token of maximal idf, idf(t) = ln((N+1)/(df(t)+1)) + 1 over the corpus
-// (documents = lines, special tokens excluded). Voita et al. 2019, "rare words" heads.
+// rare_word: idf(t) = ln((N+1)/(df(t)+1)) + 1 over the corpus (documents = lines, special tokens
+// excluded); over queries with at least 3 visible non-special keys, not all of them of maximal
+// idf, the share whose argmax key holds a visible token of maximal idf. rare_word_baseline: the
+// mean over the same queries of the share of visible non-special keys of maximal idf, what an
+// argmax falling on a random key would score. Labelled when rare_word > `rare_word` and
+// rare_word ≥ baseline + `rare_word_margin`: in a small corpus most keys tie at the maximal idf
+// and an argmax lands on one by chance. Voita et al. 2019, "rare words" heads.
+#include <cmath>
+
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "heads/mean_score.h"
@@ -11,38 +18,99 @@ namespace headscan {
 namespace {
 
 constexpr std::int64_t kMinimumKeys = 3;
+constexpr double kDefaultThreshold = 0.5;
+constexpr double kDefaultMargin = 0.2;
 
 class RareWordClassifier : public MeanScoreClassifier {
  public:
-  RareWordClassifier()
-      : MeanScoreClassifier(HeadType{{{"rare_word", "share of queries whose argmax key is a visible token of maximal idf"}},
-                                     "rare-word",
-                                     {{"rare_word", 0.5}},
-                                     "Voita et al. 2019",
-                                     "#DDCC77",
-                                     "rare",
-                                     /*primary_rank=*/5},
-                            LabelRule{/*strict=*/true}) {}
+  // The base class keeps the mean; the label needs the baseline too, so this class labels.
+  RareWordClassifier() : MeanScoreClassifier(HeadType{{description().scores.front()}}) {}
+
+  HeadType type() const override { return description(); }
+
+  static HeadType description() {
+    return {{{"rare_word",
+              "share of queries whose argmax key is a visible token of maximal idf (queries whose visible keys do not "
+              "all tie at the maximum)"},
+             {"rare_word_baseline", "chance level of rare_word: mean share of visible keys of maximal idf, same queries"}},
+            "rare-word",
+            {{"rare_word", kDefaultThreshold}, {"rare_word_margin", kDefaultMargin}},
+            "Voita et al. 2019",
+            "#DDCC77",
+            "rare",
+            /*primary_rank=*/5};
+  }
+
+  void begin(const ModelShape& shape) override {
+    MeanScoreClassifier::begin(shape);
+    baseline_ = QueryMean();
+    cached_batch_ = -1;
+  }
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    // context.idf is -inf on special tokens and padding, so neither can hold the maximum.
-    const at::Tensor content = (context.valid & ~context.special).to(torch::kInt64);  // [B, T]
-    at::Tensor best_idf;   // [B, T]: maximal idf among keys visible to each query
-    at::Tensor content_keys;  // [B, T]: non-special keys visible to each query
-    if (context.causal) {
-      best_idf = std::get<0>(context.idf.cummax(/*dim=*/1));
-      content_keys = content.cumsum(/*dim=*/1);
-    } else {
-      best_idf = std::get<0>(context.idf.max(/*dim=*/1, /*keepdim=*/true)).expand_as(context.idf);
-      content_keys = content.sum(/*dim=*/1, /*keepdim=*/true).expand_as(content);
-    }
+    if (context.batch_index != cached_batch_) prepare(context);
     RowSummary local;
     const at::Tensor& argmax = row_summary(layer, attention, context, local).argmax;  // [B, H, T]
     const at::Tensor idf = context.idf.unsqueeze(1).expand({-1, attention.size(1), -1});
     const at::Tensor attended_idf = idf.gather(/*dim=*/2, argmax);
-    const at::Tensor hit = (attended_idf == best_idf.unsqueeze(1)) & attended_idf.isfinite();
-    means_.add(layer, hit.to(attention.scalar_type()), context.valid & (content_keys >= kMinimumKeys));
+    const at::Tensor hit = (attended_idf == best_idf_.unsqueeze(1)) & attended_idf.isfinite();
+    means_.add(layer, hit.to(attention.scalar_type()), counted_);
   }
+
+  nlohmann::json save() const override {
+    return {{"means", MeanScoreClassifier::save()}, {"baseline", baseline_.save()}};
+  }
+  void merge(const nlohmann::json& saved) override {
+    MeanScoreClassifier::merge(saved.at("means"));
+    baseline_.merge(saved.at("baseline"));
+  }
+
+  void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const override {
+    MeanScoreClassifier::finalize(layer, head, thresholds, verdict);
+    const double score = means_.mean(layer, head);
+    const double baseline = baseline_.mean();
+    put_score(verdict.scores, "rare_word_baseline", baseline);
+    if (std::isnan(score) || std::isnan(baseline)) return;
+    if (score > thresholds.at("rare_word") && score >= baseline + thresholds.at("rare_word_margin")) {
+      verdict.labels.push_back("rare-word");
+    }
+  }
+
+ private:
+  // Once per batch, since none of it depends on the layer or head: the maximal idf each query
+  // sees, which queries count, and their chance level, added to the baseline.
+  void prepare(const BatchContext& context) {
+    cached_batch_ = context.batch_index;
+    // context.idf is -inf on special tokens and padding, so neither can hold the maximum.
+    const at::Tensor& idf = context.idf;                       // [B, T]
+    const at::Tensor content = context.valid & ~context.special;  // [B, T]
+    at::Tensor content_keys;  // [B, T]: non-special keys visible to each query
+    at::Tensor best_keys;     // [B, T]: those of them that hold the maximal idf
+    if (context.causal) {
+      best_idf_ = std::get<0>(idf.cummax(/*dim=*/1));
+      content_keys = content.to(torch::kInt64).cumsum(/*dim=*/1);
+      // A key j ≤ i of maximal idf for query i also holds the running maximum at j, and the
+      // running maximum stays the same from j to i: count the keys at the running maximum since
+      // it last rose. O(B·T).
+      const at::Tensor at_maximum = (content & (idf == best_idf_)).to(torch::kInt64);
+      const at::Tensor through = at_maximum.cumsum(/*dim=*/1);
+      at::Tensor rose = torch::ones_like(content);
+      rose.slice(/*dim=*/1, 1).copy_(best_idf_.slice(/*dim=*/1, 1) != best_idf_.slice(/*dim=*/1, 0, -1));
+      const at::Tensor before_rise = torch::where(rose, through - at_maximum, torch::zeros_like(through));
+      best_keys = through - std::get<0>(before_rise.cummax(/*dim=*/1));
+    } else {
+      best_idf_ = std::get<0>(idf.max(/*dim=*/1, /*keepdim=*/true)).expand_as(idf);
+      content_keys = content.sum(/*dim=*/1, /*keepdim=*/true).expand_as(content);
+      best_keys = (content & (idf == best_idf_)).sum(/*dim=*/1, /*keepdim=*/true).expand_as(content);
+    }
+    counted_ = context.valid & (content_keys >= kMinimumKeys) & (best_keys < content_keys);
+    baseline_.add(best_keys.to(torch::kDouble) / content_keys.clamp_min(1).to(torch::kDouble), counted_);
+  }
+
+  QueryMean baseline_;
+  std::int64_t cached_batch_ = -1;
+  at::Tensor best_idf_;  // [B, T]: maximal idf among the keys visible to each query
+  at::Tensor counted_;   // [B, T] bool: the queries that count
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Classifiers on hand-made attention tensors: masks for padding and BOS, merging of statistics,
 // labels and their order.
+#include <iterator>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -70,6 +71,8 @@ TEST_CASE("scores count real queries only", "[classifiers]") {
   CHECK(scores["positional"]["argmax_rate"].get<double>() == Approx(1.0));
   // Only queries 3 and 4 of sequence 0 see 3 content keys; each attends a token less rare than itself.
   CHECK(scores["rare_word"].get<double>() == Approx(0.0));
+  // Their rarest visible token is the query's own, one of 3 and one of 4 keys.
+  CHECK(scores["rare_word_baseline"].get<double>() == Approx((1.0 / 3 + 1.0 / 4) / 2));
   CHECK((labels == std::vector<std::string>{"previous-token", "positional"}));
 
   labels.clear();
@@ -86,7 +89,8 @@ TEST_CASE("statistics of two halves merge into those of the whole", "[classifier
   Batch batch;
   const at::Tensor first_half = batch.attention.slice(0, 0, 1);
   const at::Tensor second_half = batch.attention.slice(0, 1, 2);
-  for (auto& factory : {make_previous_token_classifier, make_positional_classifier, make_entropy_classifier}) {
+  for (auto& factory : {make_previous_token_classifier, make_positional_classifier, make_entropy_classifier,
+                        make_rare_word_classifier}) {
     auto whole = factory();
     auto part_a = factory();
     auto part_b = factory();
@@ -110,9 +114,119 @@ TEST_CASE("statistics of two halves merge into those of the whole", "[classifier
   }
 }
 
+namespace {
+
+// Two causal sequences of 6 and 5 tokens (padded to 6) for rare_word, idf per position:
+//   sequence 0: BOS 2 2 2 3 3     sequence 1: BOS 1 4 1 1 pad
+// Head 0 attends the last visible key of maximal idf, head 1 itself, head 2 BOS.
+struct RareWordBatch {
+  const double inf = std::numeric_limits<double>::infinity();
+  at::Tensor ids = torch::zeros({2, 6}, torch::kInt64);
+  at::Tensor valid = torch::tensor({1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, torch::kBool).view({2, 6});
+  at::Tensor special = torch::tensor({1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}, torch::kBool).view({2, 6});
+  at::Tensor idf = torch::tensor({-inf, 2.0, 2.0, 2.0, 3.0, 3.0, -inf, 1.0, 4.0, 1.0, 1.0, -inf}).view({2, 6});
+
+  // Causal: keys j <= i; bidirectional: every real key.
+  at::Tensor attention(bool causal) const {
+    at::Tensor attention = torch::zeros({2, 3, 6, 6});
+    const at::Tensor values = idf.to(torch::kDouble);
+    const auto rows = values.accessor<double, 2>();
+    for (int b = 0; b < 2; ++b) {
+      const int length = b == 0 ? 6 : 5;
+      for (int i = 0; i < length; ++i) {
+        int rarest = 0;
+        for (int j = 1; j < (causal ? i + 1 : length); ++j) {
+          if (rarest == 0 || rows[b][j] >= rows[b][rarest]) rarest = j;
+        }
+        attention[b][0][i][rarest] = 1;
+        attention[b][1][i][i] = 1;
+        attention[b][2][i][0] = 1;
+      }
+      for (int i = length; i < 6; ++i) attention[b].select(/*dim=*/1, i).fill_(1.0 / 6);  // padded queries
+    }
+    return attention;
+  }
+  BatchContext context(bool causal) const {
+    return BatchContext{ids, valid, special, idf, causal, true, BatchSource::corpus, 0};
+  }
+};
+
+// The rare_word scores and labels of the three heads after observing `batch` on two layers.
+std::vector<std::pair<nlohmann::ordered_json, std::vector<std::string>>> rare_word_verdicts(
+    const RareWordBatch& batch, bool causal, const Thresholds& overrides = {}) {
+  auto classifier = make_rare_word_classifier();
+  classifier->begin(ModelShape{2, 3, causal});
+  for (int layer = 0; layer < 2; ++layer) classifier->observe(layer, batch.attention(causal), batch.context(causal));
+  const Thresholds thresholds = resolve_thresholds(make_classifiers(), overrides);
+  std::vector<std::pair<nlohmann::ordered_json, std::vector<std::string>>> verdicts(3);
+  for (int head = 0; head < 3; ++head) {
+    verdicts[head].first = nlohmann::ordered_json::object();
+    HeadVerdict verdict{verdicts[head].first, verdicts[head].second};
+    classifier->finalize(1, head, thresholds, verdict);
+  }
+  return verdicts;
+}
+
+}  // namespace
+
+TEST_CASE("rare_word against its chance baseline", "[classifiers][rare_word]") {
+  const RareWordBatch batch;
+  SECTION("causal: a query whose visible keys all tie at the maximal idf is left out") {
+    // Counted queries (visible content keys n, of maximal idf k): sequence 0 query 4 (n 4, k 1) and
+    // query 5 (5, 2); query 3 sees 2 2 2, all maximal, and is left out; sequence 1 query 3 (3, 1)
+    // and query 4 (4, 1).
+    const auto verdicts = rare_word_verdicts(batch, /*causal=*/true);
+    const double baseline = (1.0 / 4 + 2.0 / 5 + 1.0 / 3 + 1.0 / 4) / 4;
+    for (const auto& [scores, labels] : verdicts) {
+      REQUIRE(scores.contains("rare_word_baseline"));
+      CHECK(scores["rare_word_baseline"].get<double>() == Approx(baseline).epsilon(1e-5));
+      // rare_word_baseline comes right after rare_word.
+      CHECK(std::next(scores.find("rare_word")).key() == "rare_word_baseline");
+    }
+    CHECK(verdicts[0].first["rare_word"].get<double>() == Approx(1.0));
+    CHECK(verdicts[0].second == std::vector<std::string>{"rare-word"});
+    // Itself: the maximum at queries 4 and 5 of sequence 0 only (3/5 if query 3 counted).
+    CHECK(verdicts[1].first["rare_word"].get<double>() == Approx(0.5));
+    CHECK(verdicts[1].second.empty());
+    CHECK(verdicts[2].first["rare_word"].get<double>() == Approx(0.0));
+    CHECK(verdicts[2].second.empty());
+  }
+  SECTION("bidirectional: every real key is visible") {
+    // Sequence 0: 5 content keys, 2 of idf 3, for its 6 queries; sequence 1: 4, 1 of idf 4, for 5.
+    const auto verdicts = rare_word_verdicts(batch, /*causal=*/false);
+    REQUIRE(verdicts[0].first.contains("rare_word_baseline"));
+    CHECK(verdicts[0].first["rare_word_baseline"].get<double>() == Approx((6 * 2.0 / 5 + 5 * 1.0 / 4) / 11));
+    CHECK(verdicts[0].first["rare_word"].get<double>() == Approx(1.0));
+    CHECK(verdicts[0].second == std::vector<std::string>{"rare-word"});
+    CHECK(verdicts[1].first["rare_word"].get<double>() == Approx(3.0 / 11));  // queries 4, 5 and 2
+    CHECK(verdicts[2].first["rare_word"].get<double>() == Approx(0.0));
+  }
+  SECTION("the label needs rare_word ≥ baseline + rare_word_margin") {
+    // 1.0 against 0.308 + 0.7.
+    const auto verdicts = rare_word_verdicts(batch, /*causal=*/true, {{"rare_word_margin", 0.7}});
+    CHECK(verdicts[0].first["rare_word"].get<double>() == Approx(1.0));
+    CHECK(verdicts[0].second.empty());
+    CHECK(rare_word_verdicts(batch, /*causal=*/true, {{"rare_word_margin", 0.69}})[0].second ==
+          std::vector<std::string>{"rare-word"});
+  }
+  SECTION("no query counts: both scores are null") {
+    RareWordBatch all_tied;
+    all_tied.idf = torch::tensor({-all_tied.inf, 2.0, 2.0, 2.0, 2.0, 2.0, -all_tied.inf, 1.0, 1.0, 1.0, 1.0,
+                                  -all_tied.inf})
+                       .view({2, 6});
+    const auto verdicts = rare_word_verdicts(all_tied, /*causal=*/true);
+    REQUIRE(verdicts[0].first.contains("rare_word_baseline"));
+    CHECK(verdicts[0].first["rare_word"].is_null());
+    CHECK(verdicts[0].first["rare_word_baseline"].is_null());
+    CHECK(verdicts[0].second.empty());
+  }
+}
+
 TEST_CASE("thresholds and primary labels", "[classifiers]") {
   const Thresholds defaults = resolve_thresholds({});
   CHECK(defaults.at("previous_token") == 0.5);
+  CHECK(defaults.at("rare_word") == 0.5);
+  CHECK(defaults.at("rare_word_margin") == 0.2);
   CHECK(defaults.at("positional") == 0.8);
   CHECK(defaults.at("first_token") == 0.6);
   CHECK(defaults.at("entropy") == 0.8);
