@@ -157,7 +157,7 @@ std::vector<std::pair<nlohmann::ordered_json, std::vector<std::string>>> rare_wo
   auto classifier = make_rare_word_classifier();
   classifier->begin(ModelShape{2, 3, causal});
   for (int layer = 0; layer < 2; ++layer) classifier->observe(layer, batch.attention(causal), batch.context(causal));
-  const Thresholds thresholds = resolve_thresholds(make_classifiers(), overrides);
+  const Thresholds thresholds = resolve_thresholds(overrides);
   std::vector<std::pair<nlohmann::ordered_json, std::vector<std::string>>> verdicts(3);
   for (int head = 0; head < 3; ++head) {
     verdicts[head].first = nlohmann::ordered_json::object();

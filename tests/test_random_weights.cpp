@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/analysis.h"
+#include "analyzer/run/analysis.h"
 #include "tests/fixtures.h"
 
 using headscan::testing::fixture;
