@@ -55,9 +55,10 @@ class LinkGrammarParser {
   LinkGrammarParser& operator=(LinkGrammarParser&&) noexcept;
 
   // Splits `line` into sentences (split_sentences) and parses each with link-grammar, taking the
-  // best-cost complete linkage. A sentence that has none (no linkage without null links, the time
-  // limit ran out, or longer than 60 words, which is not tried) still gives words, split at
-  // whitespace with leading and trailing ASCII punctuation as words of their own, but no arcs.
+  // best-cost complete linkage, with no time limit, so that the result does not depend on the
+  // machine's load. A sentence that has none (no linkage without null links, or longer than 60
+  // words, which is not tried) still gives words, split at whitespace with leading and trailing
+  // ASCII punctuation as words of their own, but no arcs.
   LineParse parse_line(std::string_view line);
 
  private:
