@@ -60,7 +60,9 @@ def main():
         return 77
     os.makedirs(artifacts, exist_ok=True)
     layers, heads = 2, 4  # the fixture models (tests/fixtures/make_models.py)
-    index, _ = check_report.check_report("headscan", reports["small"], artifacts, layers, heads)
+    with check_report.Browser() as browser:
+        check_report.browser = browser
+        check_report.check_report("headscan", reports["small"], artifacts, layers, heads)
     with open(os.path.join(reports["small"], "data", "examples.js"), encoding="utf-8") as f:
         check_report.expect("examples are stored with '<' escaped", "<" not in f.read())
     failures = check_report.failures

@@ -6,40 +6,20 @@ REPORTS_DIR holds the reports written by make_report_fixture (small, hostile, sc
 
 The pages carry their own self-test: opened with "?selftest" they drive their DOM (hover a head,
 sort the table, hover tokens in the attention viewer, check images, links, scripts and blocked
-requests) and write the results as JSON into <pre id="selftest">, which Chromium's --dump-dom
-returns. "?selftest=click" then clicks the last cell of the head map, and the head page it opens
+requests) and write the results as JSON into <pre id="selftest">, read over the DevTools protocol
+(browser.py: one Chromium for all pages). "?selftest=click" then clicks the last cell of the head map, and the head page it opens
 tests itself in turn. Screenshots of the pages are written to ARTIFACTS_DIR.
 Exit 0 when every check passes, 1 otherwise, 77 (skipped) without Chromium.
 """
-import html
-import json
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 
-CHROMIUM = os.environ.get("HEADSCAN_CHROMIUM", "/usr/bin/chromium")
-FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--no-default-browser-check", "--disable-sync",
-    "--disable-extensions", "--disable-default-apps", "--mute-audio",
-    # Nothing the pages ask for could resolve anyway.
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    # Lets the pages' timers and script loads run to the end before the DOM is dumped.
-    "--virtual-time-budget=15000",
-]
+from browser import CHROMIUM, Browser
+
 failures = []
-
-
-def chromium(*arguments):
-    with tempfile.TemporaryDirectory(prefix="headscan-chromium-") as profile:
-        result = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *arguments],
-                                capture_output=True, text=True, timeout=120)
-    if result.returncode != 0:
-        raise RuntimeError(f"chromium exited with {result.returncode}: {result.stderr[-2000:]}")
-    return result.stdout
+browser = None  # the one Chromium of this run (browser.Browser), started by main()
 
 
 def url(path, query=""):
@@ -47,11 +27,14 @@ def url(path, query=""):
 
 
 def selftest(path, query="?selftest"):
-    dom = chromium("--dump-dom", url(path, query))
-    match = re.search(r'<pre id="selftest">(.*?)</pre>', dom, re.S)
-    if not match:
-        raise RuntimeError(f"{path}{query}: the page wrote no self-test result")
-    return json.loads(html.unescape(match.group(1)))
+    """Opens the page with its self-test and returns the result it writes into <pre id="selftest">.
+    With "?selftest=click" the index clicks a head, and the result is that head page's."""
+    target = url(path, query)
+    browser.open(target)
+    # Until the new document commits, the previous one (and its result) is still there.
+    arrived = "location.search.indexOf('selftest=clicked') >= 0" if "click" in query else f"location.href === {target!r}"
+    return browser.wait_for_json(f"{arrived} ? (document.getElementById('selftest') || {{}}).textContent : ''",
+                                 lambda report: True, f"the self-test of {path}{query}")
 
 
 def expect(name, ok, detail=""):
@@ -101,7 +84,7 @@ def check_report(name, report_dir, artifacts, layers, heads, screenshots=True):
     pages = [(index, "index.png"), (os.path.join(report_dir, "heads", "L0H0.html"), "L0H0.png")] if screenshots else []
     for page, shot in pages:
         target = os.path.join(artifacts, f"{name}_{shot}")
-        chromium("--window-size=1300,2400", "--hide-scrollbars", f"--screenshot={target}", url(page))
+        browser.screenshot(url(page), target)
         expect(f"{name}: screenshot {os.path.basename(target)}", os.path.getsize(target) > 10000)
     return report, head
 
@@ -115,6 +98,13 @@ def main():
         return 77
     reports, artifacts = sys.argv[1], sys.argv[2]
     os.makedirs(artifacts, exist_ok=True)
+    with Browser() as started:
+        global browser
+        browser = started
+        return check_all(reports, artifacts)
+
+
+def check_all(reports, artifacts):
 
     check_report("small", os.path.join(reports, "small"), artifacts, 2, 4)
     check_report("large", os.path.join(reports, "large"), artifacts, 12, 12)
