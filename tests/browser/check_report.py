@@ -64,7 +64,7 @@ def static_scan(report_dir):
     return found
 
 
-def check_report(name, report_dir, artifacts, layers, heads, screenshots=True):
+def check_report(name, report_dir, artifacts, layers, heads):
     index = os.path.join(report_dir, "index.html")
     last = f"L{layers - 1}H{heads - 1}"
     found = static_scan(report_dir)
@@ -81,8 +81,7 @@ def check_report(name, report_dir, artifacts, layers, heads, screenshots=True):
     head = selftest(os.path.join(report_dir, "heads", "L0H0.html"))
     expect_selftest(f"{name} L0H0", head)
 
-    pages = [(index, "index.png"), (os.path.join(report_dir, "heads", "L0H0.html"), "L0H0.png")] if screenshots else []
-    for page, shot in pages:
+    for page, shot in [(index, "index.png"), (os.path.join(report_dir, "heads", "L0H0.html"), "L0H0.png")]:
         target = os.path.join(artifacts, f"{name}_{shot}")
         browser.screenshot(url(page), target)
         expect(f"{name}: screenshot {os.path.basename(target)}", os.path.getsize(target) > 10000)
@@ -108,11 +107,10 @@ def check_all(reports, artifacts):
 
     check_report("small", os.path.join(reports, "small"), artifacts, 2, 4)
     check_report("large", os.path.join(reports, "large"), artifacts, 12, 12)
-    # Screenshots are for people to look at: of the small and the large report.
-    check_report("scripts", os.path.join(reports, "scripts"), artifacts, 2, 3, screenshots=False)
+    check_report("scripts", os.path.join(reports, "scripts"), artifacts, 2, 3)
 
     # Markup in the model name, paths, warnings and tokens shows as text and runs nothing.
-    index, head = check_report("hostile", os.path.join(reports, "hostile"), artifacts, 2, 4, screenshots=False)
+    index, head = check_report("hostile", os.path.join(reports, "hostile"), artifacts, 2, 4)
     expect("hostile: the model name shows as text", index["title"] == "</script><script>alert(1)</script>", index["title"])
     for token in ["<script>alert(1)</script>", "</script>", '"quoted"', "<img src=x onerror=alert(1)>"]:
         expect(f"hostile: token {token} shows as text in the viewer", token in head["tokens"], head["tokens"])
