@@ -130,7 +130,8 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
   if (options.max_length != 0 && options.max_length < 2) {
     throw InputError(fmt::format("--max-length {}: sequences need at least 2 tokens", options.max_length));
   }
-  OutputDirectory output(options.output_dir, options.force);
+  OutputDirectory output(options.output_dir, options.force,
+                         {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path});
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   if (options.threads > 0) torch::set_num_threads(options.threads);

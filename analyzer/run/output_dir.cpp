@@ -1,5 +1,6 @@
 #include "analyzer/run/output_dir.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -13,7 +14,51 @@ namespace headscan {
 
 namespace fs = std::filesystem;
 
-OutputDirectory::OutputDirectory(fs::path target, bool force) : target_(std::move(target)) {
+namespace {
+
+// What a headscan report directory holds at its top level.
+bool is_report_entry(const fs::directory_entry& entry) {
+  const std::string name = entry.path().filename().string();
+  if (entry.is_directory()) return name == "heads" || name == "plots" || name == "data";
+  return name == "heads.json" || name == "idf.txt" || name == "index.html";
+}
+
+// --force may replace an earlier report only: refuses a directory that holds an input of this run
+// or anything else.
+void check_replaceable(const fs::path& target, const std::vector<std::string>& inputs) {
+  std::error_code error;
+  const fs::path directory = fs::weakly_canonical(target, error);
+  for (const std::string& input : inputs) {
+    if (input.empty()) continue;
+    const fs::path path = fs::weakly_canonical(input, error);
+    const auto [end, rest] = std::mismatch(directory.begin(), directory.end(), path.begin(), path.end());
+    if (end == directory.end()) {
+      throw InputError(fmt::format("{}: the output directory holds {}, an input of this run; --force replaces an "
+                                   "earlier report and would delete it: choose another directory with -o DIR",
+                                   target.string(), input));
+    }
+  }
+  bool has_report = false;
+  for (const auto& entry : fs::directory_iterator(target, error)) {
+    if (!is_report_entry(entry)) {
+      throw InputError(fmt::format("{}: the output directory holds {}, which is not part of a headscan report; "
+                                   "--force replaces an earlier report only: choose another directory with -o DIR, "
+                                   "or move that file away",
+                                   target.string(), entry.path().filename().string()));
+    }
+    has_report = has_report || entry.path().filename() == "heads.json";
+  }
+  if (error || !has_report) {
+    throw InputError(fmt::format("{}: the output directory is not a headscan report (no heads.json); --force "
+                                 "replaces an earlier report only: choose another directory with -o DIR",
+                                 target.string()));
+  }
+}
+
+}  // namespace
+
+OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<std::string>& inputs)
+    : target_(std::move(target)) {
   if (target_.empty()) throw InputError("the output directory is empty; give one with -o DIR");
   std::error_code error;
   const auto status = fs::status(target_, error);
@@ -27,6 +72,7 @@ OutputDirectory::OutputDirectory(fs::path target, bool force) : target_(std::mov
                                    "untouched: choose another with -o DIR, or pass --force to replace it",
                                    target_.string()));
     }
+    if (force && !fs::is_empty(target_, error)) check_replaceable(target_, inputs);
   }
   fs::path parent = fs::absolute(target_).lexically_normal().parent_path();
   if (!fs::is_directory(parent, error)) {

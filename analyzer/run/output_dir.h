@@ -4,6 +4,7 @@
 // only replaced with --force.
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace headscan {
@@ -11,8 +12,10 @@ namespace headscan {
 class OutputDirectory {
  public:
   // Checks the target and creates the staging directory. Throws InputError when the target
-  // exists and is not an empty directory (without `force`), or when it cannot be written.
-  OutputDirectory(std::filesystem::path target, bool force);
+  // exists and is not an empty directory (without `force`), when it cannot be written, and, with
+  // `force`, when it holds one of `inputs` or anything a headscan report does not: --force
+  // replaces an earlier report, never the user's other files.
+  OutputDirectory(std::filesystem::path target, bool force, const std::vector<std::string>& inputs = {});
   ~OutputDirectory();  // removes the staging directory unless committed
   OutputDirectory(const OutputDirectory&) = delete;
   OutputDirectory& operator=(const OutputDirectory&) = delete;
