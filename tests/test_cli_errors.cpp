@@ -360,6 +360,10 @@ TEST_CASE("cli: bad usage exits 2 with a message", "[cli][errors][e2e]") {
     const CommandResult result = run_expecting_input_error(work, {model, corpus, "--threads", "-1"});
     CHECK_THAT(result.err, Contains("--threads") && Contains("must be at least 0, found -1"));
   }
+  SECTION("--threads beyond the machine's cores: refused at once, not a hang") {
+    const CommandResult result = run_expecting_input_error(work, {model, corpus, "--threads", "1000000"});
+    CHECK_THAT(result.err, Contains("--threads 1000000") && Contains("cores"));
+  }
   SECTION("--parser with an unknown parser") {
     const CommandResult result = run_expecting_input_error(work, {model, corpus, "--parser", "spacy"});
     CHECK_THAT(result.err, Contains("--parser") && Contains("spacy") && Contains("link-grammar"));

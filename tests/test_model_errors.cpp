@@ -23,7 +23,7 @@ constexpr int kExitBadInput = 2;
 
 }  // namespace
 
-TEST_CASE("a model contract broken mid-run is bad input; running out of memory is a failure", "[cli][errors][e2e]") {
+TEST_CASE("a model contract broken mid-run is bad input, running out of memory a failure", "[cli][errors][e2e]") {
   TempDir dir;
   // 70 words: windows of 71 tokens, longer than the 32-token shape probe.
   const std::string corpus = dir.write("long.txt", word_corpus({70, 70, 70}));

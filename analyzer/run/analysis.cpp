@@ -3,6 +3,7 @@
 // (DESIGN.md, "Data flow").
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -129,6 +130,12 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
   if (options.batch_size < 1) throw InputError(fmt::format("--batch-size {}: must be at least 1", options.batch_size));
   if (options.max_length != 0 && options.max_length < 2) {
     throw InputError(fmt::format("--max-length {}: sequences need at least 2 tokens", options.max_length));
+  }
+  // More threads than cores only slows LibTorch down, and a huge number never ends.
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && options.threads > static_cast<int>(cores)) {
+    throw InputError(fmt::format("--threads {}: this machine has {} cores; give at most {} (0: all of them)",
+                                 options.threads, cores, cores));
   }
   OutputDirectory output(options.output_dir, options.force,
                          {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path});
