@@ -56,7 +56,13 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
 
   document["heads"] = std::move(heads);
   document["warnings"] = warnings;
-  const double rate = run.seconds > 0 ? static_cast<double>(corpus.tokens) / run.seconds : 0.0;
+  set_run(document, run);
+  return document;
+}
+
+void set_run(nlohmann::ordered_json& document, const RunSummary& run) {
+  const double tokens = document.at("corpus").at("tokens").get<double>();
+  const double rate = run.seconds > 0 ? tokens / run.seconds : 0.0;
   document["run"] = {{"seconds", std::round(run.seconds * 1000) / 1000},
                      {"tokens_per_second", std::round(rate)},
                      {"threads", run.threads},
@@ -67,7 +73,6 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
     for (const auto& [name, seconds] : run.phases) phases[name] = std::round(seconds * 1000) / 1000;
     document["run"]["phases"] = std::move(phases);
   }
-  return document;
 }
 
 void write_json_file(const nlohmann::ordered_json& document, const std::filesystem::path& path) {

@@ -68,6 +68,9 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
                                        const ProbeSummary& probes, const Thresholds& thresholds,
                                        nlohmann::ordered_json heads, const RunSummary& run, const std::vector<std::string>& warnings);
 
+// (Re)writes the document's "run" section, e.g. once the reports' time is known.
+void set_run(nlohmann::ordered_json& document, const RunSummary& run);
+
 // Writes `document` as indented JSON; throws std::runtime_error when the file cannot be written.
 void write_json_file(const nlohmann::ordered_json& document, const std::filesystem::path& path);
 

@@ -21,16 +21,18 @@ using Json = nlohmann::ordered_json;
 // label, in primary order, then the others in heads.json order.
 const std::vector<ScoreDescription>& known_scores() {
   static const std::vector<ScoreDescription> scores = [] {
-    std::vector<const HeadType*> types;
-    for (const HeadType& type : head_types()) types.push_back(&type);
-    std::stable_sort(types.begin(), types.end(), [](const HeadType* a, const HeadType* b) {
-      const bool a_labels = !a->label.empty();
-      const bool b_labels = !b->label.empty();
-      if (a_labels != b_labels) return a_labels;
-      return a_labels && a->primary_rank < b->primary_rank;
-    });
     std::vector<ScoreDescription> described;
-    for (const HeadType* type : types) described.insert(described.end(), type->scores.begin(), type->scores.end());
+    auto describe = [&](const HeadType& type) {
+      described.insert(described.end(), type.scores.begin(), type.scores.end());
+    };
+    for (const std::string& label : primary_label_order()) {
+      for (const HeadType& type : head_types()) {
+        if (type.label == label) describe(type);
+      }
+    }
+    for (const HeadType& type : head_types()) {
+      if (type.label.empty()) describe(type);
+    }
     return described;
   }();
   return scores;

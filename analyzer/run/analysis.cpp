@@ -2,7 +2,6 @@
 // first sequence, the passes run (analyzer/run/pass.h), and heads.json and the reports are written
 // (DESIGN.md, "Data flow").
 #include <chrono>
-#include <cmath>
 #include <thread>
 
 #include <fmt/format.h>
@@ -128,9 +127,6 @@ void write_reports(RunState& state, const nlohmann::ordered_json& document, cons
 
 AnalysisSummary run_analysis(const AnalysisOptions& options) {
   if (options.batch_size < 1) throw InputError(fmt::format("--batch-size {}: must be at least 1", options.batch_size));
-  if (options.max_length != 0 && options.max_length < 2) {
-    throw InputError(fmt::format("--max-length {}: sequences need at least 2 tokens", options.max_length));
-  }
   // More threads than cores only slows LibTorch down, and a huge number never ends.
   const unsigned cores = std::thread::hardware_concurrency();
   if (cores > 0 && options.threads > static_cast<int>(cores)) {
@@ -171,7 +167,7 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
   nlohmann::ordered_json document = heads_document(state, thresholds, run);
   write_reports(state, document, output);
   end_phase("reports");
-  document["run"]["phases"]["reports"] = std::round(run.phases.back().second * 1000) / 1000;
+  set_run(document, run);
   write_json_file(document, output.staging() / "heads.json");
   output.commit();
 

@@ -26,7 +26,6 @@ BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id,
       valid[b][t] = true;
       special[b][t] = sequence.special[t] != 0;
     }
-    tensors.tokens += static_cast<std::int64_t>(sequence.ids.size());
   }
   tensors.mask = tensors.valid.to(torch::kInt64);
   const float minus_infinity = -std::numeric_limits<float>::infinity();

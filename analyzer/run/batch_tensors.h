@@ -16,7 +16,6 @@ struct BatchTensors {
   at::Tensor special;  // [B, T] bool
   at::Tensor mask;     // [B, T] int64: 1 on real tokens (the model's attention_mask)
   at::Tensor idf;      // [B, T] float: idf of each token, -inf on special tokens and padding
-  std::int64_t tokens = 0;
 };
 
 // Right-pads to the longest sequence. Padding is never attended by real tokens: either the model

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/corpus/text_lines.h"
-#include "analyzer/errors.h"
 #include "analyzer/model/model_archive.h"
 #include "analyzer/run/sequences.h"
 #include "analyzer/run/text_setup.h"
@@ -25,9 +24,6 @@ TextSetup load(const TokenizeOptions& options) {
   if (!options.model_path.empty()) {
     extras = read_model_extras(options.model_path);
     metadata = parse_model_metadata(extras.headscan_json, options.model_path + ":headscan.json");
-  }
-  if (options.tokenizer_path.empty() && options.model_path.empty()) {
-    throw InputError("headscan tokenize: no tokenizer; give MODEL.pt or --tokenizer FILE (tokenizer.json or .model)");
   }
   return resolve_text_setup(
       TextSources{options.tokenizer_path, options.model_path, extras.tokenizer_json, &metadata, options.max_length});
