@@ -38,6 +38,11 @@ struct CommandResult {
 // Runs the headscan executable with `args` (no shell quoting needed).
 CommandResult run_headscan(const std::vector<std::string>& args);
 
+// Starts the headscan executable with `args` in the background, its output discarded, and returns
+// its pid; wait_for_exit gives its exit code, or -N when signal N ended it.
+int start_headscan(const std::vector<std::string>& args);
+int wait_for_exit(int pid);
+
 nlohmann::json read_json(const std::filesystem::path& path);
 
 // Lines of `count` words drawn deterministically from w3..w63 with the given lengths.

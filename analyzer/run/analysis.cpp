@@ -180,6 +180,8 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
   summary.seconds = run.seconds;
   for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
   summary.warnings = state.warnings;
+  // About the output directory, not the analysis: printed, but not part of heads.json.
+  summary.warnings.insert(summary.warnings.end(), output.notes().begin(), output.notes().end());
   return summary;
 }
 

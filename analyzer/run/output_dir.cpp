@@ -1,10 +1,17 @@
 #include "analyzer/run/output_dir.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -55,26 +62,57 @@ void check_replaceable(const fs::path& target, const std::vector<std::string>& i
   }
 }
 
+// The absolute target without a trailing separator ("rep/" and "rep" are one directory), with a
+// symbolic link resolved to the directory it points to (the report replaces that directory, not the
+// link). Throws InputError for the root, a dangling link, or a link to something else.
+fs::path resolve_target(const fs::path& target) {
+  fs::path absolute = fs::absolute(target).lexically_normal();
+  if (absolute.filename().empty()) absolute = absolute.parent_path();
+  if (absolute.filename().empty() || absolute == absolute.root_path()) {
+    throw InputError(fmt::format("{}: the report cannot replace the root directory; choose a directory with -o DIR",
+                                 target.string()));
+  }
+  std::error_code error;
+  if (fs::symlink_status(absolute, error).type() != fs::file_type::symlink) return absolute;
+  const fs::path resolved = fs::canonical(absolute, error);
+  if (error) {
+    throw InputError(fmt::format("{}: the output path is a symbolic link to {}, which does not exist; create that "
+                                 "directory or choose another with -o DIR",
+                                 target.string(), fs::read_symlink(absolute, error).string()));
+  }
+  return resolved;
+}
+
+// The name a staging directory of `target` has: ".NAME.headscan-XXXXXX" (mkdtemp's six characters),
+// and ".NAME.headscan-XXXXXX.previous" for an old report moved aside by earlier versions.
+bool is_staging_name(const std::string& name, const std::string& prefix) {
+  if (name.compare(0, prefix.size(), prefix) != 0) return false;
+  std::string rest = name.substr(prefix.size());
+  const std::string previous = ".previous";
+  if (rest.size() > previous.size() && rest.compare(rest.size() - previous.size(), previous.size(), previous) == 0) {
+    rest.resize(rest.size() - previous.size());
+  }
+  return rest.size() == 6 &&
+         std::all_of(rest.begin(), rest.end(), [](unsigned char c) { return std::isalnum(c) != 0; });
+}
+
+// Whether every top-level entry of `directory` is part of a report: such a directory holds nothing
+// but what headscan wrote.
+bool holds_report_only(const fs::path& directory) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(directory, error)) {
+    if (!is_report_entry(entry)) return false;
+  }
+  return !error;
+}
+
 }  // namespace
 
-OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<std::string>& inputs)
-    : target_(std::move(target)) {
-  if (target_.empty()) throw InputError("the output directory is empty; give one with -o DIR");
+OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<std::string>& inputs) {
+  if (target.empty()) throw InputError("the output directory is empty; give one with -o DIR");
+  target_ = resolve_target(target);
   std::error_code error;
-  const auto status = fs::status(target_, error);
-  if (fs::exists(status)) {
-    if (!fs::is_directory(status)) {
-      throw InputError(fmt::format("{}: the output path exists and is not a directory; choose another with -o DIR",
-                                   target_.string()));
-    }
-    if (!fs::is_empty(target_, error) && !force) {
-      throw InputError(fmt::format("{}: the output directory exists and is not empty; headscan leaves it "
-                                   "untouched: choose another with -o DIR, or pass --force to replace it",
-                                   target_.string()));
-    }
-    if (force && !fs::is_empty(target_, error)) check_replaceable(target_, inputs);
-  }
-  fs::path parent = fs::absolute(target_).lexically_normal().parent_path();
+  const fs::path parent = target_.parent_path();
   if (!fs::is_directory(parent, error)) {
     for (fs::path missing = parent; fs::symlink_status(missing, error).type() == fs::file_type::not_found;
          missing = missing.parent_path()) {
@@ -89,22 +127,120 @@ OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<
                                    parent.string(), error.message()));
     }
   }
-  std::string pattern = (parent / ("." + fs::absolute(target_).lexically_normal().filename().string() +
-                                   ".headscan-XXXXXX")).string();
-  if (mkdtemp(pattern.data()) == nullptr) {
-    const int mkdtemp_errno = errno;
+  try {
+    lock();
+    // Checked while holding the lock, so that no other run changes the target in between.
+    const auto status = fs::status(target_, error);
+    if (fs::exists(status)) {
+      if (!fs::is_directory(status)) {
+        throw InputError(fmt::format("{}: the output path exists and is not a directory; choose another with -o DIR",
+                                     target.string()));
+      }
+      if (!fs::is_empty(target_, error) && !force) {
+        throw InputError(fmt::format("{}: the output directory exists and is not empty; headscan leaves it "
+                                     "untouched: choose another with -o DIR, or pass --force to replace it",
+                                     target.string()));
+      }
+      if (force && !fs::is_empty(target_, error)) check_replaceable(target_, inputs);
+    }
+    clean_stale_staging();
+    std::string pattern = (parent / ("." + target_.filename().string() + ".headscan-XXXXXX")).string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      throw InputError(fmt::format("{}: cannot write the output directory ({}); choose a writable place with -o DIR",
+                                   target.string(), std::strerror(errno)));
+    }
+    staging_ = pattern;
+    // mkdtemp makes it private (0700); a report is as readable as any directory the user makes.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::chmod(staging_.c_str(), 0777 & ~mask);
+  } catch (...) {
+    unlock();
     remove_created_parents();
-    throw InputError(fmt::format("{}: cannot write the output directory ({}); choose a writable place with -o DIR",
-                                 target_.string(), std::strerror(mkdtemp_errno)));
+    throw;
   }
-  staging_ = pattern;
 }
 
 OutputDirectory::~OutputDirectory() {
-  if (committed_) return;
-  std::error_code ignored;
-  fs::remove_all(staging_, ignored);
-  remove_created_parents();
+  if (!committed_) {
+    std::error_code ignored;
+    if (!staging_.empty()) fs::remove_all(staging_, ignored);
+  }
+  unlock();
+  if (!committed_) remove_created_parents();  // emptied of the lock file only now
+}
+
+// Takes ".NAME.headscan.lock" beside the target with flock, which the kernel releases when the
+// process ends however it ends. The file is removed on unlock; a run that opened it just before
+// then locks a file no longer in the directory, so the lock is retaken until the locked file is
+// the one the path names.
+void OutputDirectory::lock() {
+  lock_path_ = target_.parent_path() / ("." + target_.filename().string() + ".headscan.lock");
+  for (;;) {
+    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      throw InputError(fmt::format("{}: cannot write beside the output directory ({}); choose a writable place "
+                                   "with -o DIR",
+                                   lock_path_.string(), std::strerror(errno)));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int flock_errno = errno;
+      char pid[32] = {};
+      const ssize_t size = ::pread(fd, pid, sizeof pid - 1, 0);
+      ::close(fd);
+      if (flock_errno == EWOULDBLOCK) {
+        throw InputError(fmt::format("{}: another headscan run{} is writing this report; wait for it to end, or "
+                                     "choose another directory with -o DIR",
+                                     target_.string(), size > 0 ? fmt::format(" (pid {})", std::string(pid)) : ""));
+      }
+      // A file system without locks: the run goes on unprotected from concurrent runs.
+      notes_.push_back(fmt::format("{}: cannot lock the output directory ({}); do not start another run on it "
+                                   "until this one ends",
+                                   target_.string(), std::strerror(flock_errno)));
+      return;
+    }
+    struct stat locked {}, named {};
+    if (::fstat(fd, &locked) == 0 && ::stat(lock_path_.c_str(), &named) == 0 && locked.st_dev == named.st_dev &&
+        locked.st_ino == named.st_ino) {
+      lock_fd_ = fd;
+      break;
+    }
+    ::close(fd);
+  }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(lock_fd_, 0) == 0 && ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0) {
+    // The pid only makes the message of a second run more helpful.
+  }
+}
+
+void OutputDirectory::unlock() {
+  if (lock_fd_ < 0) return;
+  ::unlink(lock_path_.c_str());
+  ::close(lock_fd_);
+  lock_fd_ = -1;
+}
+
+// Called with the lock held: a staging directory of this target can only belong to a run that
+// ended without removing it (killed, or the machine stopped). Removed when it holds nothing but
+// report files; reported otherwise.
+void OutputDirectory::clean_stale_staging() {
+  const std::string prefix = "." + target_.filename().string() + ".headscan-";
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(target_.parent_path(), error)) {
+    const std::string name = entry.path().filename().string();
+    if (!is_staging_name(name, prefix) || entry.is_symlink(error) || !entry.is_directory(error)) continue;
+    if (holds_report_only(entry.path())) {
+      std::error_code removed;
+      fs::remove_all(entry.path(), removed);
+      if (!removed) {
+        notes_.push_back(fmt::format("removed {}, left by an interrupted run", entry.path().string()));
+        continue;
+      }
+    }
+    notes_.push_back(fmt::format("{} was left by an interrupted run and holds files that are not a report's; "
+                                 "look at it and remove it",
+                                 entry.path().string()));
+  }
 }
 
 void OutputDirectory::remove_created_parents() {
@@ -112,21 +248,38 @@ void OutputDirectory::remove_created_parents() {
   for (const fs::path& created : created_parents_) fs::remove(created, ignored);  // innermost first
 }
 
+// An existing target is exchanged with the staging directory in one renameat2(RENAME_EXCHANGE), so
+// the target always holds a whole report; the old one, now under the staging name, is removed
+// after (and by the next run if this one is killed first). File systems without the exchange get
+// two renames.
 void OutputDirectory::commit() {
   std::error_code error;
-  fs::path previous;
-  if (fs::exists(target_)) {
-    previous = staging_.string() + ".previous";
+  const bool replacing = fs::exists(fs::symlink_status(target_, error));
+  if (replacing) {
+    if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) == 0) {
+      committed_ = true;
+      fs::remove_all(staging_, error);
+      return;
+    }
+    if (errno != EINVAL && errno != ENOSYS) {
+      throw std::runtime_error(
+          fmt::format("{}: cannot move the report into place: {}", target_.string(), std::strerror(errno)));
+    }
+    const fs::path previous = staging_.string() + ".previous";
     fs::rename(target_, previous, error);
     if (error) throw std::runtime_error(fmt::format("{}: cannot move the old report aside: {}", target_.string(), error.message()));
+    fs::rename(staging_, target_, error);
+    if (error) {
+      fs::rename(previous, target_, error);
+      throw std::runtime_error(fmt::format("{}: cannot move the report into place: {}", target_.string(), error.message()));
+    }
+    committed_ = true;
+    fs::remove_all(previous, error);
+    return;
   }
   fs::rename(staging_, target_, error);
-  if (error) {
-    if (!previous.empty()) fs::rename(previous, target_, error);
-    throw std::runtime_error(fmt::format("{}: cannot move the report into place: {}", target_.string(), error.message()));
-  }
+  if (error) throw std::runtime_error(fmt::format("{}: cannot move the report into place: {}", target_.string(), error.message()));
   committed_ = true;
-  if (!previous.empty()) fs::remove_all(previous, error);
 }
 
 }  // namespace headscan

@@ -1,7 +1,11 @@
 #pragma once
-// The report directory is written into a temporary directory beside the target and renamed into
-// place when complete, so a failed run leaves nothing half-written and an existing report is
-// only replaced with --force.
+// The report directory is written into a staging directory beside the target (".DIR.headscan-XXXXXX")
+// and swapped into place when complete, so a failed run leaves nothing half-written and an existing
+// report is only replaced with --force. A run holds a lock on the target (".DIR.headscan.lock",
+// flock) from its start to the swap: a second run on the same target exits 2 at once, and staging
+// directories found while holding the lock belong to runs that died, so they are removed. The swap
+// of an old report for a new one is one renameat2(RENAME_EXCHANGE): DIR is always present, holding
+// either the old report or the new one.
 
 #include <filesystem>
 #include <string>
@@ -26,7 +30,14 @@ class OutputDirectory {
   // Moves the staging directory into place, replacing the target.
   void commit();
 
+  // Staging directories of interrupted runs that were removed, or left because they hold files a
+  // report does not (with the reason): for the run's warnings.
+  const std::vector<std::string>& notes() const { return notes_; }
+
  private:
+  void lock();
+  void unlock();
+  void clean_stale_staging();
   void remove_created_parents();
 
   std::filesystem::path target_;
@@ -34,6 +45,9 @@ class OutputDirectory {
   // Parents of the target that did not exist, innermost first: removed again unless committed,
   // so that a failed run leaves nothing behind.
   std::vector<std::filesystem::path> created_parents_;
+  std::filesystem::path lock_path_;
+  int lock_fd_ = -1;
+  std::vector<std::string> notes_;
   bool committed_ = false;
 };
 
