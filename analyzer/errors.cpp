@@ -1,8 +1,23 @@
 #include "analyzer/errors.h"
 
+#include <sys/stat.h>
+
 #include <exception>
 
 namespace headscan {
+
+void reject_pipe_or_device(const std::string& path, const std::string& expected) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) return;
+  const char* found = S_ISFIFO(status.st_mode)  ? "a pipe (FIFO)"
+                      : S_ISSOCK(status.st_mode) ? "a socket"
+                      : S_ISCHR(status.st_mode)  ? "a character device"
+                                                 : nullptr;
+  if (found == nullptr) return;
+  throw InputError(path + ": " + expected + ", found " + found +
+                   ", which headscan cannot read more than once or from the start again; write its contents to a "
+                   "file and give that file");
+}
 
 void rethrow_with_context(const std::string& context) {
   try {

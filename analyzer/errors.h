@@ -14,6 +14,12 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws InputError when `path` names a pipe, socket or device, before anything opens it: headscan
+// reads its inputs whole or more than once, and opening a pipe that has no writer would wait
+// forever with no word. `expected` begins the message ("expected a UTF-8 text corpus"). Missing
+// files and directories are left to the caller's own checks.
+void reject_pipe_or_device(const std::string& path, const std::string& expected);
+
 // Prepends context ("while reading corpus.txt: ") to an error of the same kind.
 [[noreturn]] void rethrow_with_context(const std::string& context);
 

@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev                        # heads.json, tokenizer.json, headscan.json
   libfmt-dev                                # message formatting
   libcli11-dev                              # command-line options
+  libzip-dev                                # checks a model archive's zip before LibTorch reads it
   libpcre2-dev                              # Unicode regexes of tokenizer pre-tokenizers
   libutf8proc-dev                           # tokenizer normalizers: NFC/NFKC…, lowercase, categories
   libsentencepiece-dev                      # SentencePiece .model tokenizers (exact spm_encode ids)

@@ -50,3 +50,63 @@ TEST_CASE("a model contract broken mid-run is bad input, running out of memory a
     CHECK_FALSE(fs::exists(dir / "oom"));
   }
 }
+
+TEST_CASE("a model with NaN weights is bad input naming the layer", "[cli][errors][e2e]") {
+  TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", word_corpus({6, 9, 4}));
+  const CommandResult result = run_headscan(
+      {fixture("nan_weights.pt"), corpus, "-o", (dir / "out").string(), "-q", "--parser", "none"});
+  CHECK(result.exit_code == kExitBadInput);
+  CHECK_THAT(result.err, StartsWith("headscan: error: ") && Contains("nan_weights.pt") &&
+                             Contains("attention layer 0") && Contains("NaN"));
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
+
+// Damaged copies of a good archive (make_error_models.py): each is found before LibTorch reads the
+// archive, which would read out of bounds, accept it, or print a message cut at a NUL byte.
+TEST_CASE("a damaged model archive is bad input naming the archive and the record", "[cli][errors][e2e]") {
+  TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", word_corpus({6, 9, 4}));
+  auto analyse = [&](const std::string& model) {
+    const CommandResult result =
+        run_headscan({fixture(model), corpus, "-o", (dir / "out").string(), "-q", "--parser", "none"});
+    INFO("stderr: " << result.err);
+    CHECK(result.exit_code == kExitBadInput);
+    CHECK_THAT(result.err, StartsWith("headscan: error: ") && Contains(model));
+    CHECK_FALSE(fs::exists(dir / "out"));
+    return result.err;
+  };
+
+  SECTION("empty tensor records") {
+    CHECK_THAT(analyse("empty_records.pt"),
+               Contains("record data/0 holds 0 bytes") && Contains("FloatStorage storage of 1024 elements needs 4096") &&
+                   Contains("torch.jit.save"));
+  }
+  SECTION("a tensor record cut short") {
+    CHECK_THAT(analyse("short_record.pt"), Contains("record data/0 holds 4092 bytes") && Contains("needs 4096") && Contains("torch.jit.save"));
+  }
+  SECTION("a tensor beyond its storage") {
+    CHECK_THAT(analyse("small_storage.pt"),
+               Contains("record data.pkl") && Contains("reaches element 1023 of storage 0, which holds 1"));
+  }
+  SECTION("a pickle cut in half") {
+    CHECK_THAT(analyse("cut_pickle.pt"), Contains("record data.pkl") && Contains("damaged pickle at byte"));
+  }
+  SECTION("NUL bytes in the code") {
+    CHECK_THAT(analyse("nul_code.pt"), Contains("record code/") && Contains("NUL byte"));
+  }
+  SECTION("code that is not TorchScript: LibTorch's whole message, with the record") {
+    const std::string err = analyse("bad_code.pt");
+    CHECK_THAT(err, Contains("LibTorch cannot load it") && Contains("code/__torch__.py") &&
+                        Contains("not python") && Contains("export it again"));
+  }
+  SECTION("a headscan.json too large to be settings") {
+    CHECK_THAT(analyse("big_metadata.pt"),
+               Contains("record extra/headscan.json is 2097218 bytes") && Contains("1048576"));
+  }
+  SECTION("the same checks guard headscan tokenize") {
+    const CommandResult result = run_headscan({"tokenize", fixture("big_metadata.pt"), "--text", "w1 w2"});
+    CHECK(result.exit_code == kExitBadInput);
+    CHECK_THAT(result.err, Contains("extra/headscan.json"));
+  }
+}

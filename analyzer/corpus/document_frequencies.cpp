@@ -40,6 +40,7 @@ std::vector<float> DocumentFrequencies::idf_table() const {
 }
 
 DocumentFrequencies DocumentFrequencies::load(const std::string& path, const Tokenizer& tokenizer) {
+  reject_pipe_or_device(path, "expected a document-frequency file");
   std::ifstream in(path);
   if (!in) {
     throw InputError(fmt::format("{}: cannot read the document-frequency file; give a file written by headscan "

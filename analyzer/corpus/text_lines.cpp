@@ -85,6 +85,7 @@ TextLineReader::TextLineReader(const std::string& path, const std::string& expec
   if (fs::is_directory(status)) {
     throw InputError(path + ": " + expected + ", found a directory; give a " + kind + " inside it");
   }
+  reject_pipe_or_device(path, expected);
   in_.open(path, std::ios::binary);
   if (!in_) {
     throw InputError(path + ": " + expected + ", found it cannot be opened (" + std::strerror(errno) +

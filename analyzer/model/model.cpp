@@ -9,9 +9,11 @@
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
+#include <torch/version.h>
 
 #include "analyzer/model/capture.h"
 #include "analyzer/model/model_archive.h"
+#include "analyzer/model/torchscript_archive.h"
 #include "analyzer/errors.h"
 
 namespace headscan {
@@ -117,6 +119,23 @@ void read_forward_schema(InstrumentedModel::Impl& impl) {
   impl.takes_mask = inputs >= 2 && accepts_tensor(args[2]);
 }
 
+// LibTorch's message with control characters escaped (a damaged record can put a NUL in it, which
+// ends the line a terminal shows) and cut to a readable length.
+std::string printable(const std::string& message) {
+  constexpr std::size_t kLimit = 2000;
+  std::string text;
+  for (const char c : message.substr(0, kLimit)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f) {
+      text += fmt::format("\\x{:02x}", byte);
+    } else {
+      text += c;
+    }
+  }
+  if (message.size() > kLimit) text += "…";
+  return text;
+}
+
 torch::jit::Module load_module(const std::string& path, torch::jit::ExtraFilesMap& extra) {
   if (!std::filesystem::exists(path)) {
     throw InputError(fmt::format("{}: model file not found; give the path of a TorchScript archive "
@@ -125,20 +144,27 @@ torch::jit::Module load_module(const std::string& path, torch::jit::ExtraFilesMa
   if (std::filesystem::is_directory(path)) {
     throw InputError(fmt::format("{}: expected a TorchScript archive file, found a directory", path));
   }
+  reject_pipe_or_device(path, "expected a TorchScript archive");
   if (const std::string start = first_bytes(path, 8); start.rfind(kZipSignature, 0) != 0) {
     throw InputError(fmt::format("{}: expected a TorchScript archive (a zip file written by "
                                  "torch.jit.save), found {}; export the model with "
                                  "torch.jit.trace or torch.jit.script and save it with torch.jit.save",
                                  path, describe_non_zip(start)));
   }
+  TorchScriptArchive(path).check();
   try {
     return torch::jit::load(path, torch::kCPU, extra);
-  } catch (const c10::Error& e) {
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    // c10::Error from the reader and unpickler, torch::jit::ErrorReport from the TorchScript parser.
+    const auto* error = dynamic_cast<const c10::Error*>(&e);
     throw InputError(fmt::format("{}: expected a TorchScript archive written by torch.jit.save, but "
-                                 "LibTorch cannot load it ({}); a file from torch.save (a state_dict "
-                                 "or pickled nn.Module) is not TorchScript: export with "
+                                 "LibTorch cannot load it ({}); the archive is damaged or was written by a "
+                                 "PyTorch that LibTorch {} does not read: export it again with "
                                  "torch.jit.trace or torch.jit.script and torch.jit.save",
-                                 path, e.what_without_backtrace()));
+                                 path, printable(error != nullptr ? error->what_without_backtrace() : e.what()),
+                                 TORCH_VERSION));
   }
 }
 

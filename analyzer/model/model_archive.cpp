@@ -3,20 +3,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "analyzer/errors.h"
+#include "analyzer/model/torchscript_archive.h"
 
 namespace headscan {
 namespace {
-
-std::string record_text(caffe2::serialize::PyTorchStreamReader& reader, const std::string& name) {
-  if (!reader.hasRecord(name)) return {};
-  const auto [data, size] = reader.getRecord(name);
-  return std::string(static_cast<const char*>(data.get()), size);
-}
 
 bool starts_like_zip(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -33,19 +27,14 @@ ModelArchiveExtras read_model_extras(const std::string& path) {
                                  "torch.jit.save, or --tokenizer FILE",
                                  path));
   }
+  reject_pipe_or_device(path, "expected a TorchScript archive");
   if (std::filesystem::is_directory(path) || !starts_like_zip(path)) {
     throw InputError(fmt::format("{}: expected a TorchScript archive (a zip file written by torch.jit.save), "
                                  "found {}; give the model file, or a tokenizer with --tokenizer FILE",
                                  path, std::filesystem::is_directory(path) ? "a directory" : "another kind of file"));
   }
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    return {record_text(reader, "extra/tokenizer.json"), record_text(reader, "extra/headscan.json")};
-  } catch (const c10::Error& e) {
-    throw InputError(fmt::format("{}: expected a TorchScript archive written by torch.jit.save, but LibTorch cannot "
-                                 "read it ({})",
-                                 path, e.what_without_backtrace()));
-  }
+  const TorchScriptArchive archive(path);
+  return {archive.read("extra/tokenizer.json", kMaxTokenizerBytes), archive.read("extra/headscan.json", kMaxMetadataBytes)};
 }
 
 ModelMetadata parse_model_metadata(const std::string& text, const std::string& origin) {

@@ -33,6 +33,7 @@ ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::i
                                    layer, attention.size(1), shape.heads));
     }
     shape.layers = layer + 1;
+    require_finite_attention(layer, attention, nullptr);
     if (attention.triu(/*diagonal=*/1).abs().max().item<double>() > kCausalTolerance) causal = false;
   });
   if (shape.layers == 0) {
@@ -45,6 +46,19 @@ ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::i
   }
   shape.causal = model.metadata().causal.value_or(causal);
   return shape;
+}
+
+void require_finite_attention(int layer, const at::Tensor& attention, const at::Tensor* valid) {
+  // A row's sum is finite exactly when all of its weights are: one pass, no tensor of the
+  // attention's size.
+  const at::Tensor broken_rows = attention.sum(-1).isfinite().logical_not().any(1);  // [B, T]
+  const bool broken = (valid != nullptr ? broken_rows.logical_and(*valid) : broken_rows).any().item<bool>();
+  if (!broken) return;
+  throw InputError(fmt::format("attention layer {} holds NaN or infinite weights, which softmax never gives: the "
+                               "model's weights or its computation are broken (NaN or infinite parameters, or an "
+                               "overflow); check the model in PyTorch, e.g. that no parameter is NaN, and export it "
+                               "again",
+                               layer));
 }
 
 }  // namespace headscan

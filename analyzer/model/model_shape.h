@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace at {
+class Tensor;
+}
+
 namespace headscan {
 
 class InstrumentedModel;
@@ -19,5 +23,11 @@ struct ModelShape {
 // Runs the model once on a prefix of `ids` (the first sequence's token ids). Throws InputError
 // when the forward produces no attention, or layers with different head counts.
 ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::int64_t>& ids);
+
+// Throws InputError, naming the layer, when attention [B, H, T, T] holds NaN or infinite weights in
+// a row of a real query (`valid` [B, T] bool, 1 for real tokens; null: every row): softmax gives
+// neither, so the model's weights or its computation are broken. Rows of padding may hold NaN when a
+// mask hides every key from them, and are not checked.
+void require_finite_attention(int layer, const at::Tensor& attention, const at::Tensor* valid);
 
 }  // namespace headscan

@@ -57,6 +57,7 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
           "on the input, such as early exits, are not supported)",
           layer, attention.size(1), shape.layers, shape.heads));
     }
+    require_finite_attention(layer, attention, &tensors.valid);
     if (feeds) classifiers.observe(layer, attention, context);
     if (!recording) return;
     for (std::size_t b = 0; b < batch.size(); ++b) {

@@ -53,6 +53,7 @@ std::unique_ptr<Tokenizer> load_tokenizer_file(const std::string& path) {
     throw InputError(path + ": expected a tokenizer file (tokenizer.json or .model), found a directory; give " +
                      (has_json ? (fs::path(path) / "tokenizer.json").string() : "the tokenizer file inside it"));
   }
+  reject_pipe_or_device(path, "expected a tokenizer file");
   const std::string extension = lowercase_extension(path);
   if (extension == ".json") return tokenizer_from_hf_json(read_file(path, "tokenizer.json"), path);
   if (extension == ".model") return SentencePieceTokenizer::load(path);
