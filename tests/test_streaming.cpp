@@ -1,4 +1,5 @@
 // Streaming: peak memory does not grow with the corpus, because nothing T×T outlives its layer.
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -29,4 +30,30 @@ TEST_CASE("peak memory does not grow with the corpus", "[streaming][e2e]") {
   // = 197 MB; the allowance is a tenth of that.
   INFO("peak RSS small " << small_run.max_rss_kb << " kB, large " << large_run.max_rss_kb << " kB");
   CHECK(large_run.max_rss_kb - small_run.max_rss_kb < 20 * 1024);
+}
+
+// A long line costs what is analysed of it: tokenized piece by piece (cut at whitespace), only as
+// far as --max-sequences needs, while its document frequencies still count all of it.
+TEST_CASE("a long line is tokenized only as far as the analysis needs", "[streaming][e2e]") {
+  TempDir dir;
+  // One line of 2,000,000 words (about 7.6 MB) from w3..w63.
+  const std::string corpus = dir.write("long.txt", word_corpus({2000000}));
+  const CommandResult result = run_headscan({fixture("gpt2.pt"), corpus, "-o", (dir / "out").string(), "-q",
+                                             "--no-html", "--no-plots", "--parser", "none", "--max-sequences", "3"});
+  INFO("stderr: " << result.err << "peak RSS " << result.max_rss_kb << " kB");
+  REQUIRE(result.exit_code == 0);
+  const auto document = read_json(dir / "out" / "heads.json");
+  CHECK(document["corpus"]["sequences"] == 3);
+  CHECK(document["corpus"]["tokens"] == 96);  // 3 windows of BOS + 31 words
+  // Every word of the line has document frequency 1: the idf pass read all of it.
+  std::ifstream idf(dir / "out" / "idf.txt");
+  std::string line;
+  std::getline(idf, line);
+  std::getline(idf, line);
+  CHECK(line == "documents 1");
+  int pieces = 0;
+  while (std::getline(idf, line)) pieces += line.rfind("1 \"w", 0) == 0;
+  CHECK(pieces == 61);  // w3..w63
+  // Tokenizing the whole line at once held about 100 bytes per byte of text (760 MB here).
+  CHECK(result.max_rss_kb < 400 * 1024);
 }

@@ -21,13 +21,17 @@ DocumentFrequencies::DocumentFrequencies(std::int64_t vocab_size)
     : frequencies_(static_cast<std::size_t>(vocab_size), 0), seen_in_(static_cast<std::size_t>(vocab_size), -1) {}
 
 void DocumentFrequencies::add_document(const std::vector<Token>& tokens, const Tokenizer& tokenizer) {
+  add_tokens(tokens, tokenizer);
+  end_document();
+}
+
+void DocumentFrequencies::add_tokens(const std::vector<Token>& tokens, const Tokenizer& tokenizer) {
   for (const Token& token : tokens) {
     if (token.id < 0 || token.id >= static_cast<std::int64_t>(frequencies_.size())) continue;
     if (tokenizer.is_special(token.id) || seen_in_[token.id] == documents_) continue;
     seen_in_[token.id] = documents_;
     ++frequencies_[token.id];
   }
-  ++documents_;
 }
 
 std::vector<float> DocumentFrequencies::idf_table() const {

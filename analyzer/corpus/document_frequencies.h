@@ -22,6 +22,10 @@ class DocumentFrequencies {
 
   // Counts each distinct non-special token of one document once.
   void add_document(const std::vector<Token>& tokens, const Tokenizer& tokenizer);
+  // A document given in parts (a long line tokenized piece by piece): each part's tokens, then
+  // end_document(). add_document(tokens) is add_tokens(tokens) then end_document().
+  void add_tokens(const std::vector<Token>& tokens, const Tokenizer& tokenizer);
+  void end_document() { ++documents_; }
 
   std::int64_t documents() const { return documents_; }
   std::int64_t frequency(std::int64_t id) const { return frequencies_.at(id); }

@@ -41,7 +41,7 @@ void load_model_and_text(RunState& state) {
 void open_corpus(RunState& state) {
   state.reader = std::make_unique<DocumentReader>(state.options.corpus_path, state.options.parser);
   const DocumentReader& reader = *state.reader;
-  if (!state.read_document(*state.reader, state.first_sequences, nullptr)) {
+  if (!state.read_document(*state.reader, state.first_sequences, nullptr, state.options.max_sequences)) {
     throw InputError(fmt::format("{}: the corpus is empty: no {} gives any token ({} lines read); give a "
                                  "text file with one document per line, or a CoNLL-U file ending in .conllu",
                                  reader.path(), std::string(reader.format()) == "conllu" ? "sentence" : "line",

@@ -58,7 +58,7 @@ class CorpusPass : public Pass {
         summary.truncated = true;
         break;
       }
-    } while (state.read_document(reader, sequences, nullptr));
+    } while (state.read_document(reader, sequences, nullptr, by_sequences ? options.max_sequences - queued : 0));
     run_batches(batcher.flush());
     progress.finish(summary.tokens);
   }

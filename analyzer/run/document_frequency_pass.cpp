@@ -26,7 +26,8 @@ class DocumentFrequencyPass : public Pass {
       std::vector<Sequence> sequences;
       std::int64_t counted = 0;
       while ((options.max_sequences == 0 || counted < options.max_sequences) &&
-             state.read_document(documents, sequences, state.frequencies.get())) {
+             state.read_document(documents, sequences, state.frequencies.get(),
+                                 options.max_sequences > 0 ? options.max_sequences - counted : 0)) {
         counted += static_cast<std::int64_t>(sequences.size());
       }
     }

@@ -7,20 +7,74 @@
 #include "analyzer/run/batch_tensors.h"
 
 namespace headscan {
+namespace {
+
+constexpr std::size_t kPieceBytes = std::size_t{256} << 10;
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+// Where the piece of `text` starting at `begin` ends: before the whitespace run nearest below
+// begin + kPieceBytes, so that no token of a tokenizer that splits at whitespace spans two pieces;
+// at a character boundary when the piece has no whitespace.
+std::size_t piece_end(const std::string& text, std::size_t begin) {
+  const std::size_t limit = begin + kPieceBytes;
+  if (limit >= text.size()) return text.size();
+  for (std::size_t end = limit; end > begin + 1; --end) {
+    if (is_space(text[end]) && !is_space(text[end - 1])) return end;
+  }
+  std::size_t end = limit;
+  while (end > begin + 1 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return end;
+}
+
+// Tokenizes a long document piece by piece: keeps the first `wanted` tokens, counts every piece's
+// tokens into `counted` (when given), and stops as soon as it has what it keeps and counts nothing.
+// Returns whether the document had any token.
+bool encode_in_pieces(const Tokenizer& tokenizer, const std::string& text, std::size_t wanted,
+                      DocumentFrequencies* counted, std::vector<Token>& tokens) {
+  bool any = false;
+  for (std::size_t begin = 0; begin < text.size();) {
+    if (tokens.size() >= wanted && counted == nullptr) break;
+    const std::size_t end = piece_end(text, begin);
+    std::vector<Token> piece = tokenizer.encode(std::string_view(text).substr(begin, end - begin));
+    any = any || !piece.empty();
+    if (counted != nullptr) counted->add_tokens(piece, tokenizer);
+    for (Token& token : piece) {
+      if (tokens.size() >= wanted) break;
+      token.begin += begin;
+      token.end += begin;
+      tokens.push_back(std::move(token));
+    }
+    begin = end;
+  }
+  return any;
+}
+
+}  // namespace
 
 bool RunState::read_document(DocumentReader& documents, std::vector<Sequence>& sequences,
-                             DocumentFrequencies* counted) const {
+                             DocumentFrequencies* counted, std::int64_t max_windows) const {
   const Tokenizer& tokenizer = *text.tokenizer;
   Document document;
   while (documents.next(document)) {
-    const std::vector<Token> tokens = tokenizer.encode(document.text);
+    std::vector<Token> tokens;
+    DocumentFrequencies* count_whole = counted;  // null once counted in pieces
+    if (document.text.size() <= kLongDocumentBytes) {
+      tokens = tokenizer.encode(document.text);
+    } else {
+      const std::size_t room = static_cast<std::size_t>(text.shape.max_length) - (text.shape.bos_id ? 1 : 0);
+      const std::size_t wanted = max_windows > 0 ? static_cast<std::size_t>(max_windows) * room : SIZE_MAX;
+      const bool any = encode_in_pieces(tokenizer, document.text, wanted, counted, tokens);
+      if (counted != nullptr && any) counted->end_document();
+      count_whole = nullptr;
+    }
     sequences = make_sequences(tokens, tokenizer, text.shape, document.line_number);
     if (sequences.empty()) continue;
     if (document.parse) {
       const std::vector<int> token_word = align_tokens_to_words(tokens, document.text, *document.parse, tokenizer);
       attach_words(sequences, token_word, *document.parse, text.shape);
     }
-    if (counted != nullptr) counted->add_document(tokens, tokenizer);
+    if (count_whole != nullptr) count_whole->add_document(tokens, tokenizer);
     return true;
   }
   return false;

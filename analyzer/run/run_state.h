@@ -56,9 +56,13 @@ struct RunState {
   std::vector<ExampleSequence> probe_examples;
 
   // Reads documents until one yields sequences: tokenized, cut into windows, words attached when
-  // parsed, counted into `frequencies` when given. False at the end of the corpus.
+  // parsed, counted into `frequencies` when given. False at the end of the corpus. With
+  // `max_windows` > 0, a long document (over kLongDocumentBytes) is tokenized only as far as its
+  // first max_windows windows need (all of it when counting frequencies, in pieces, never holding
+  // its tokens whole).
+  static constexpr std::size_t kLongDocumentBytes = std::size_t{1} << 20;
   bool read_document(DocumentReader& documents, std::vector<Sequence>& sequences,
-                     DocumentFrequencies* counted) const;
+                     DocumentFrequencies* counted, std::int64_t max_windows = 0) const;
 
   // Whether batches may be right-padded: the model takes a mask, or is causal (no real query sees
   // the padding after it).

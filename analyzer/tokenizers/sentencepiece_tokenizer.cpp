@@ -39,7 +39,12 @@ std::filesystem::path shim_path() {
 const SentencePieceLibrary& sentencepiece_library() {
   static const SentencePieceLibrary library = [] {
     const std::filesystem::path path = shim_path();
+#ifdef HEADSCAN_SANITIZE
+    // The sanitizers refuse RTLD_DEEPBIND; the protobuf clash it avoids needs LibTorch in the process.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+#else
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+#endif
     if (handle == nullptr) {
       throw std::runtime_error("cannot load headscan's SentencePiece support library " + path.string() + " (" +
                                dlerror() + "); rebuild headscan with libsentencepiece-dev installed");
