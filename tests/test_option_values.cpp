@@ -10,7 +10,7 @@
 using Catch::Contains;
 using headscan::parse_threshold_option;
 
-TEST_CASE("--threshold accepts fractions in [0, 1] and whole counts", "[cli][options]") {
+TEST_CASE("threshold values: fractions from 0 to 1 and whole counts", "[cli][options]") {
   CHECK(parse_threshold_option("previous_token=0.6").value == 0.6);
   CHECK(parse_threshold_option("previous_token=0.6").name == "previous_token");
   CHECK(parse_threshold_option("induction=0").value == 0);
@@ -22,7 +22,7 @@ TEST_CASE("--threshold accepts fractions in [0, 1] and whole counts", "[cli][opt
   CHECK(all.at("first_token") == 0.5);
 }
 
-TEST_CASE("--threshold refuses values out of range or not numbers", "[cli][options][errors]") {
+TEST_CASE("threshold values: out of range or not numbers are refused", "[cli][options][errors]") {
   for (const std::string value : {"2", "-1", "1.0000001", "nan", "inf", "-inf", "0.5x", "", " 0.5", "0x1p-1", "+0.5"}) {
     CAPTURE(value);
     CHECK_THROWS_WITH(parse_threshold_option("previous_token=" + value),

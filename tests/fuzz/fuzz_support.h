@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the fuzz targets (tests/fuzz/README.md). Each target feeds one parser of untrusted
+// Shared by the fuzz targets (README, "Fuzzing and limits"). Each target feeds one parser of untrusted
 // input and lets every exception other than InputError escape: an uncaught exception aborts, and
 // libFuzzer reports it as a crash, because headscan must answer bad input with exit 2 (InputError),
 // never exit 1 or a signal.
