@@ -345,7 +345,7 @@ TEST_CASE("cli: bad usage exits 2 with a message", "[cli][errors][e2e]") {
   }
   SECTION("--threshold with a value that is not a number") {
     const CommandResult result = run_expecting_input_error(work, {model, corpus, "--threshold", "entropy=high"});
-    CHECK_THAT(result.err, Contains("--threshold entropy=high") && Contains("with a number"));
+    CHECK_THAT(result.err, Contains("--threshold entropy=high") && Contains("a number from 0 to 1"));
   }
   SECTION("--threshold with an unknown name lists the known ones") {
     const CommandResult result =

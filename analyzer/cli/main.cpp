@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "analyzer/cli/option_values.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/errors.h"
 #include "analyzer/run/tokenize_command.h"
@@ -16,26 +17,6 @@ namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitBadInput = 2;
-
-// "NAME=VALUE" pairs from --threshold.
-std::map<std::string, double> parse_thresholds(const std::vector<std::string>& pairs) {
-  std::map<std::string, double> thresholds;
-  for (const std::string& pair : pairs) {
-    const auto equals = pair.find('=');
-    std::size_t used = 0;
-    double value = 0;
-    try {
-      if (equals == std::string::npos || equals == 0) throw std::invalid_argument("no NAME=");
-      value = std::stod(pair.substr(equals + 1), &used);
-      if (used != pair.size() - equals - 1) throw std::invalid_argument("trailing text");
-    } catch (const std::exception&) {
-      throw headscan::InputError(
-          fmt::format("--threshold {}: expected NAME=VALUE with a number, e.g. --threshold previous_token=0.6", pair));
-    }
-    thresholds[pair.substr(0, equals)] = value;
-  }
-  return thresholds;
-}
 
 // An integer option's lower bound, stated plainly (CLI11's NonNegativeNumber and PositiveNumber
 // report their range with DBL_MAX written out in full).
@@ -184,7 +165,7 @@ int main(int argc, char** argv) {
   }
 
   return run_with_exit_codes([&] {
-    options.thresholds = parse_thresholds(thresholds);
+    options.thresholds = headscan::parse_threshold_options(thresholds);
     options.progress = !quiet;
     options.html = !no_html;
     options.plots = !no_plots;

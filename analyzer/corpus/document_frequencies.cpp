@@ -1,12 +1,15 @@
 #include "analyzer/corpus/document_frequencies.h"
 
+#include <charconv>
 #include <cmath>
 #include <fstream>
-#include <sstream>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/corpus/text_lines.h"
 #include "analyzer/errors.h"
 
 namespace headscan {
@@ -14,6 +17,24 @@ namespace headscan {
 namespace {
 
 constexpr const char* kMagic = "headscan-idf 1";
+
+// A count written in decimal digits only (no sign, fraction, exponent or space), that fits 63 bits.
+std::optional<std::int64_t> parse_count(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || text.front() == '-' || error != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// A line of the file in a message: quoted, and cut when long.
+std::string quote_line(const std::string& line) {
+  constexpr std::size_t kShown = 80;
+  std::string shown = line.size() > kShown ? line.substr(0, kShown) : line;
+  repair_utf8(shown);
+  return "\"" + shown + (line.size() > kShown ? "...\"" : "\"");
+}
 
 }  // namespace
 
@@ -51,36 +72,44 @@ DocumentFrequencies DocumentFrequencies::load(const std::string& path, const Tok
                                  "(idf.txt in a report directory) or in its format",
                                  path));
   }
-  auto malformed = [&](std::size_t line_number, const std::string& found) {
+  auto malformed = [&](std::size_t line_number, const std::string& line, const std::string& problem = {}) {
     return InputError(fmt::format("{}:{}: expected \"{}\", then \"documents N\", then lines \"<df> <token as JSON "
-                                  "string>\", found {}",
-                                  path, line_number, kMagic, found));
+                                  "string>\" with a whole number 0 <= df <= N, found {}{}; give a file written by "
+                                  "headscan (idf.txt in a report directory) or in its format",
+                                  path, line_number, kMagic, quote_line(line), problem));
   };
   std::string line;
-  if (!std::getline(in, line) || line != kMagic) throw malformed(1, "\"" + line + "\"");
-  std::int64_t documents = -1;
-  std::string word;
-  if (!std::getline(in, line) || !(std::istringstream(line) >> word >> documents) || word != "documents" ||
-      documents < 0) {
-    throw malformed(2, "\"" + line + "\"");
+  if (!std::getline(in, line) || line != kMagic) throw malformed(1, line);
+  std::optional<std::int64_t> documents;
+  if (!std::getline(in, line) || line.rfind("documents ", 0) != 0 ||
+      !(documents = parse_count(std::string_view(line).substr(10)))) {
+    throw malformed(2, line);
   }
   DocumentFrequencies frequencies(tokenizer.vocab_size());
-  frequencies.documents_ = documents;
+  frequencies.documents_ = *documents;
+  std::vector<std::size_t> line_of(frequencies.frequencies_.size(), 0);  // where each id was given
   for (std::size_t line_number = 3; std::getline(in, line); ++line_number) {
     if (line.empty()) continue;
     const auto space = line.find(' ');
-    std::int64_t df = -1;
+    if (space == std::string::npos) throw malformed(line_number, line, " (no space between df and token)");
+    const std::optional<std::int64_t> df = parse_count(std::string_view(line).substr(0, space));
+    if (!df || *df > *documents) throw malformed(line_number, line);
     std::string piece;
     try {
-      df = std::stoll(line.substr(0, space));
-      piece = nlohmann::json::parse(line.substr(space + 1)).get<std::string>();
+      const std::string_view token = std::string_view(line).substr(space + 1);
+      if (token.empty() || token.front() != '"') throw std::invalid_argument("not a JSON string");
+      piece = nlohmann::json::parse(token).get<std::string>();
     } catch (const std::exception&) {
-      throw malformed(line_number, "\"" + line + "\"");
+      throw malformed(line_number, line);
     }
-    if (space == std::string::npos || df < 0 || df > documents) throw malformed(line_number, "\"" + line + "\"");
-    if (auto id = tokenizer.token_to_id(piece); id && *id < static_cast<std::int64_t>(frequencies.frequencies_.size())) {
-      frequencies.frequencies_[*id] = df;
+    const std::optional<std::int64_t> id = tokenizer.token_to_id(piece);
+    if (!id || *id < 0 || *id >= static_cast<std::int64_t>(frequencies.frequencies_.size())) continue;
+    std::size_t& first = line_of[static_cast<std::size_t>(*id)];
+    if (first != 0) {
+      throw malformed(line_number, line, fmt::format(" (the token was given already on line {})", first));
     }
+    first = line_number;
+    frequencies.frequencies_[static_cast<std::size_t>(*id)] = *df;
   }
   return frequencies;
 }

@@ -6,7 +6,8 @@
 //   headscan-idf 1
 //   documents <N>
 //   <df> <token as a JSON string>      one line per token with df > 0, e.g. 17 "Ġthe"
-// Tokens are written as vocabulary pieces so that the file does not depend on ids.
+// Tokens are written as vocabulary pieces so that the file does not depend on ids. N and df are
+// whole numbers in decimal digits, df ≤ N; a token appears at most once.
 
 #include <cstdint>
 #include <string>

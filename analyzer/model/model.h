@@ -8,20 +8,13 @@
 #include <optional>
 #include <string>
 
+#include "analyzer/model/model_metadata.h"
+
 namespace at {
 class Tensor;
 }
 
 namespace headscan {
-
-// headscan.json inside the archive; every field optional.
-struct ModelMetadata {
-  std::string name;
-  std::string bos_token;
-  std::optional<std::int64_t> max_length;
-  std::optional<bool> causal;
-  std::optional<int> n_kv_heads;
-};
 
 // Receives every attention-probability tensor a forward call produces, in execution order.
 // `attention` is [B, H, T, T]; `layer` counts from 0 within one forward call.

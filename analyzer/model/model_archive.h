@@ -18,8 +18,4 @@ struct ModelArchiveExtras {
 // Throws InputError when the file is missing or is not a TorchScript (zip) archive.
 ModelArchiveExtras read_model_extras(const std::string& path);
 
-// headscan.json: {"name", "bos_token", "max_length", "causal", "n_kv_heads"}, every field
-// optional; empty text gives the defaults. Throws InputError, naming `origin`, when malformed.
-ModelMetadata parse_model_metadata(const std::string& text, const std::string& origin);
-
 }  // namespace headscan

@@ -41,15 +41,13 @@ std::vector<AddedToken> added_tokens_from_json(const nlohmann::json* spec, const
     const std::string where = "added_tokens[" + std::to_string(i) + "]";
     if (!entry.is_object()) throw_bad_field(origin, where, "an object with id and content", &entry);
     const auto id = entry.find("id");
-    if (id == entry.end() || !id->is_number_integer() || id->get<std::int64_t>() < 0) {
-      throw_bad_field(origin, where + ".id", "a non-negative integer", id == entry.end() ? nullptr : &*id);
-    }
+    if (id == entry.end()) throw_bad_field(origin, where + ".id", "a non-negative integer", nullptr);
     const auto content = entry.find("content");
     if (content == entry.end() || !content->is_string() || content->get<std::string>().empty()) {
       throw_bad_field(origin, where + ".content", "a non-empty string", content == entry.end() ? nullptr : &*content);
     }
     AddedToken token;
-    token.id = id->get<std::int64_t>();
+    token.id = token_id(*id, origin, where + ".id");
     token.content = content->get<std::string>();
     token.special = bool_field(entry, "special", false, origin, where);
     token.single_word = bool_field(entry, "single_word", false, origin, where);

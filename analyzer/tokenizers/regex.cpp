@@ -7,6 +7,8 @@
 
 #include <stdexcept>
 
+#include "analyzer/errors.h"
+
 namespace headscan {
 
 struct Regex::Compiled {
@@ -14,7 +16,8 @@ struct Regex::Compiled {
   ~Compiled() { pcre2_code_free(code); }
 };
 
-Regex::Regex(const std::string& pattern) : pattern_(pattern), compiled_(std::make_unique<Compiled>()) {
+Regex::Regex(const std::string& pattern, std::string source)
+    : pattern_(pattern), source_(std::move(source)), compiled_(std::make_unique<Compiled>()) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   // MATCH_INVALID_UTF: a tokenizer may be handed raw bytes (headscan tokenize TEXT); they must
@@ -46,15 +49,35 @@ MatchData make_match_data(const pcre2_code* code) {
   return match;
 }
 
+bool is_resource_limit(int error) {
+  return error == PCRE2_ERROR_MATCHLIMIT || error == PCRE2_ERROR_DEPTHLIMIT || error == PCRE2_ERROR_HEAPLIMIT ||
+         error == PCRE2_ERROR_JIT_STACKLIMIT;
+}
+
+// The pattern in a message: long ones are cut, the limit applies to what the message quotes.
+std::string quoted(const std::string& pattern) {
+  constexpr std::size_t kShown = 120;
+  return "/" + (pattern.size() > kShown ? pattern.substr(0, kShown) + "..." : pattern) + "/";
+}
+
+// PCRE2's limits are kept at their defaults (10 million match steps): raising them turns an
+// exponential search from a few seconds into minutes, and no tokenizer's own pattern comes near.
 std::optional<ByteSpan> find_with(const pcre2_code* code, pcre2_match_data* match, const std::string& pattern,
-                                  std::string_view text, std::size_t start) {
+                                  const std::string& source, std::string_view text, std::size_t start) {
   const int result =
       pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), start, 0, match, nullptr);
   if (result == PCRE2_ERROR_NOMATCH) return std::nullopt;
   if (result < 0) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(result, message, sizeof message);
-    throw std::runtime_error("regex /" + pattern + "/ failed: " + reinterpret_cast<const char*>(message));
+    PCRE2_UCHAR buffer[256];
+    pcre2_get_error_message(result, buffer, sizeof buffer);
+    const std::string message = reinterpret_cast<const char*>(buffer);
+    if (is_resource_limit(result)) {
+      throw InputError((source.empty() ? std::string("regex ") : source + ": regex ") + quoted(pattern) +
+                       " gave up on a text of " + std::to_string(text.size()) + " bytes: " + message +
+                       " (the pattern backtracks without bound on this text, e.g. a nested repetition like (a+)+); "
+                       "give a tokenizer whose pattern has no nested repetition, or leave this text out");
+    }
+    throw std::runtime_error("regex " + quoted(pattern) + " failed: " + message);
   }
   const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
   return ByteSpan{ovector[0], ovector[1]};
@@ -64,7 +87,7 @@ std::optional<ByteSpan> find_with(const pcre2_code* code, pcre2_match_data* matc
 
 std::optional<ByteSpan> Regex::find(std::string_view text, std::size_t start) const {
   MatchData match = make_match_data(compiled_->code);
-  return find_with(compiled_->code, match.get(), pattern_, text, start);
+  return find_with(compiled_->code, match.get(), pattern_, source_, text, start);
 }
 
 std::vector<ByteSpan> Regex::find_all(std::string_view text) const {
@@ -72,7 +95,7 @@ std::vector<ByteSpan> Regex::find_all(std::string_view text) const {
   std::vector<ByteSpan> matches;
   std::size_t start = 0;
   while (start <= text.size()) {
-    const std::optional<ByteSpan> found = find_with(compiled_->code, match.get(), pattern_, text, start);
+    const std::optional<ByteSpan> found = find_with(compiled_->code, match.get(), pattern_, source_, text, start);
     if (!found) break;
     matches.push_back(*found);
     if (found->end > found->begin) {

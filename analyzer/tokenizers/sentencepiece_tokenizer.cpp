@@ -27,6 +27,15 @@ struct SentencePieceLibrary {
   decltype(&headscan_spm_encode) encode;
 };
 
+// RTLD_DEEPBIND keeps sentencepiece's protobuf away from LibTorch's (sentencepiece_shim.h).
+// AddressSanitizer refuses it; the fuzz and sanitizer builds set HEADSCAN_SENTENCEPIECE_DEEPBIND=0
+// (the fuzz targets have no LibTorch and so no second protobuf; see the README on the sanitizer
+// build for what that means there).
+#ifndef HEADSCAN_SENTENCEPIECE_DEEPBIND
+#define HEADSCAN_SENTENCEPIECE_DEEPBIND 1
+#endif
+constexpr int kDeepBind = HEADSCAN_SENTENCEPIECE_DEEPBIND ? RTLD_DEEPBIND : 0;
+
 // Next to the executable (an installed headscan), else where the build put it.
 std::filesystem::path shim_path() {
   std::error_code error;
@@ -39,12 +48,7 @@ std::filesystem::path shim_path() {
 const SentencePieceLibrary& sentencepiece_library() {
   static const SentencePieceLibrary library = [] {
     const std::filesystem::path path = shim_path();
-#ifdef HEADSCAN_SANITIZE
-    // The sanitizers refuse RTLD_DEEPBIND; the protobuf clash it avoids needs LibTorch in the process.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-#else
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-#endif
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
     if (handle == nullptr) {
       throw std::runtime_error("cannot load headscan's SentencePiece support library " + path.string() + " (" +
                                dlerror() + "); rebuild headscan with libsentencepiece-dev installed");

@@ -33,9 +33,9 @@ TextPattern TextPattern::literal(std::string text) {
   return pattern;
 }
 
-TextPattern TextPattern::regex(const std::string& pattern_text) {
+TextPattern TextPattern::regex(const std::string& pattern_text, std::string source) {
   TextPattern pattern;
-  pattern.regex_.emplace(pattern_text);
+  pattern.regex_.emplace(pattern_text, std::move(source));
   return pattern;
 }
 
@@ -48,7 +48,7 @@ TextPattern TextPattern::from_json(const nlohmann::json& spec, const std::string
   if (kind == "String") return literal(value.get<std::string>());
   if (kind != "Regex") throw_bad_field(origin, where, expected, &spec);
   try {
-    return regex(value.get<std::string>());
+    return regex(value.get<std::string>(), origin + ": " + where);
   } catch (const std::invalid_argument& e) {
     throw InputError(origin + ": " + where + ": " + e.what() +
                      "; headscan matches Hugging Face's Oniguruma patterns with PCRE2, give a pattern both accept");

@@ -29,8 +29,8 @@ class TextPattern {
   static TextPattern literal(std::string text);
   // A PCRE2 pattern (Hugging Face compiles it with Oniguruma; the patterns tokenizers ship, such
   // as GPT-2's and Llama 3's, mean the same in both). Throws std::invalid_argument if it does not
-  // compile.
-  static TextPattern regex(const std::string& pattern);
+  // compile. `source` names the pattern's file and field in errors while matching (Regex).
+  static TextPattern regex(const std::string& pattern, std::string source = {});
   // The "pattern" field {"String": "…"} or {"Regex": "…"}. Throws InputError otherwise.
   static TextPattern from_json(const nlohmann::json& spec, const std::string& origin, const std::string& where);
 

@@ -10,6 +10,7 @@
 
 #include "analyzer/tokenizers/models/bpe_model.h"
 #include "analyzer/errors.h"
+#include "analyzer/json_limits.h"
 #include "analyzer/tokenizers/hf_tokenizer.h"
 #include "analyzer/tokenizers/processors/post_processors.h"
 #include "analyzer/tokenizers/models/unigram_model.h"
@@ -24,9 +25,7 @@ constexpr const char* kWhatToDo = "give the tokenizer.json that the tokenizers l
 
 std::string describe_json(const nlohmann::json* found) {
   if (found == nullptr) return "nothing (the field is missing)";
-  std::string text = found->dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return std::string(found->type_name()) + " " + text;
+  return std::string(found->type_name()) + " " + quote_json(*found);
 }
 
 // Files written before the tokenizers library stored "type" are recognised by their fields.
@@ -98,20 +97,50 @@ std::unordered_map<std::string, std::int64_t> read_vocab(const nlohmann::json& m
   }
   std::unordered_map<std::string, std::int64_t> vocab;
   vocab.reserve(field->size());
+  std::int64_t largest = -1;
+  const std::string* largest_piece = nullptr;
   for (const auto& [piece, id] : field->items()) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0) {
-      throw_bad_field(origin, "model.vocab[\"" + piece + "\"]", "a non-negative integer id", &id);
+    const std::int64_t value = token_id(id, origin, "model.vocab[" + quote_json(piece) + "]");
+    const auto [entry, inserted] = vocab.emplace(piece, value);
+    if (inserted && value > largest) {
+      largest = value;
+      largest_piece = &entry->first;
     }
-    vocab.emplace(piece, id.get<std::int64_t>());
+  }
+  if (largest_piece != nullptr) {
+    check_id_density(largest, vocab.size(), origin, "model.vocab[" + quote_json(*largest_piece) + "]");
   }
   return vocab;
 }
 
+std::int64_t token_id(const nlohmann::json& value, const std::string& origin, const std::string& where) {
+  const bool in_range =
+      value.is_number_unsigned()  ? value.get<std::uint64_t>() < static_cast<std::uint64_t>(kTokenIdLimit)
+      : value.is_number_integer() ? value.get<std::int64_t>() >= 0 && value.get<std::int64_t>() < kTokenIdLimit
+                                  : false;
+  if (!in_range) {
+    throw_bad_field(origin, where, "an integer id from 0 to " + std::to_string(kTokenIdLimit - 1), &value);
+  }
+  return value.get<std::int64_t>();
+}
+
+void check_id_density(std::int64_t largest_id, std::size_t tokens, const std::string& origin,
+                      const std::string& where) {
+  const std::int64_t bound = kTokenIdSlack + 2 * static_cast<std::int64_t>(tokens);
+  if (largest_id >= bound) {
+    throw InputError(origin + ": expected " + where + " to be an id below " + std::to_string(bound) +
+                     " (twice the " + std::to_string(tokens) + " tokens, plus " + std::to_string(kTokenIdSlack) +
+                     "), found " + std::to_string(largest_id) + "; ids index tables of one entry per id, so ids far "
+                     "beyond the number of tokens are refused: " + kWhatToDo);
+  }
+}
+
 std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view json_text, const std::string& origin) {
+  check_json_depth(json_text, origin);
   nlohmann::json spec;
   try {
     spec = nlohmann::json::parse(json_text.begin(), json_text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     std::string detail = e.what();
     const std::size_t prefix_end = detail.find("] ");  // drop "[json.exception.parse_error.101] "
     if (prefix_end != std::string::npos) detail = detail.substr(prefix_end + 2);
@@ -126,6 +155,11 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view json_text, co
     const nlohmann::json* normalizer = field(spec, "normalizer");
     const nlohmann::json* pre_tokenizer = field(spec, "pre_tokenizer");
     auto model = model_from_json(field(spec, "model"), origin);
+    for (std::size_t i = 0; i < added_tokens.size(); ++i) {
+      const std::int64_t tokens = model->vocab_size() + static_cast<std::int64_t>(added_tokens.size());
+      check_id_density(added_tokens[i].id, static_cast<std::size_t>(tokens), origin,
+                       "added_tokens[" + std::to_string(i) + "].id");
+    }
     std::vector<std::string> template_prefix = template_prefix_from_json(field(spec, "post_processor"), origin);
     const bool byte_level = is_byte_level(normalizer, "normalizers") || is_byte_level(pre_tokenizer, "pretokenizers");
     return std::make_unique<HfTokenizer>(

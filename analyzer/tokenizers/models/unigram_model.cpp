@@ -68,8 +68,7 @@ std::unique_ptr<UnigramModel> UnigramModel::from_json(const nlohmann::json& spec
   }
   std::optional<std::int64_t> unk_id;
   if (const auto field = spec.find("unk_id"); field != spec.end() && !field->is_null()) {
-    if (!field->is_number_integer()) throw_bad_field(origin, "model.unk_id", "an integer or null", &*field);
-    unk_id = field->get<std::int64_t>();
+    unk_id = token_id(*field, origin, "model.unk_id");
   }
   bool byte_fallback = false;
   if (const auto field = spec.find("byte_fallback"); field != spec.end() && !field->is_null()) {

@@ -1,5 +1,7 @@
 #include "analyzer/tokenizers/sentencepiece_shim/sentencepiece_shim.h"
 
+#include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -16,12 +18,16 @@ const sentencepiece::SentencePieceProcessor& processor_of(const void* processor)
 extern "C" {
 
 void* headscan_spm_load(const char* path, headscan_spm_string_fn on_error, void* context) {
-  auto* processor = new sentencepiece::SentencePieceProcessor;
-  const sentencepiece::util::Status status = processor->Load(path);
-  if (status.ok()) return processor;
-  const std::string message = status.ToString();
+  auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  std::string message;
+  try {
+    const sentencepiece::util::Status status = processor->Load(path);
+    if (status.ok()) return processor.release();
+    message = status.ToString();
+  } catch (const std::exception& e) {  // sentencepiece's tries (darts_clone) throw on some malformed models
+    message = e.what();
+  }
   on_error(context, message.data(), message.size());
-  delete processor;
   return nullptr;
 }
 

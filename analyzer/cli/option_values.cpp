@@ -1,0 +1,73 @@
+#include "analyzer/cli/option_values.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "analyzer/errors.h"
+
+namespace headscan {
+namespace {
+
+bool is_count_threshold(const std::string& name) {
+  return std::any_of(std::begin(kCountThresholds), std::end(kCountThresholds),
+                     [&](const char* count) { return name == count; });
+}
+
+// A value as the user typed it, cut when long, with control characters shown as '?'.
+std::string shown(const std::string& text) {
+  constexpr std::size_t kShown = 60;
+  std::string cut = text.size() > kShown ? text.substr(0, kShown) + "..." : text;
+  for (char& c : cut) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
+  }
+  return cut;
+}
+
+}  // namespace
+
+ThresholdOption parse_threshold_option(const std::string& text) {
+  const std::size_t equals = text.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw InputError(fmt::format("--threshold {}: expected NAME=VALUE, e.g. --threshold previous_token=0.6; the names "
+                                 "are those of heads.json's \"thresholds\"",
+                                 shown(text)));
+  }
+  ThresholdOption option{text.substr(0, equals), 0};
+  const std::string value_text = text.substr(equals + 1);
+  const bool count = is_count_threshold(option.name);
+  const std::string expected = count ? fmt::format("a whole number from 0 to {:.0f} (a number of sentences)",
+                                                   kMaxThresholdCount)
+                                     : std::string("a number from 0 to 1 (a share of attention or of queries)");
+  const char* const begin = value_text.data();
+  const char* const end = begin + value_text.size();
+  const auto [parsed_end, error] = std::from_chars(begin, end, option.value);
+  const bool number = !value_text.empty() && error == std::errc() && parsed_end == end && std::isfinite(option.value);
+  const bool in_range = number && (count ? option.value >= 0 && option.value <= kMaxThresholdCount &&
+                                               std::floor(option.value) == option.value
+                                         : option.value >= 0 && option.value <= 1);
+  if (!in_range) {
+    throw InputError(fmt::format("--threshold {}: expected {} after \"{}=\", found \"{}\"; e.g. --threshold {}={}",
+                                 shown(text), expected, shown(option.name), shown(value_text), shown(option.name),
+                                 count ? "20" : "0.6"));
+  }
+  return option;
+}
+
+std::map<std::string, double> parse_threshold_options(const std::vector<std::string>& texts) {
+  std::map<std::string, double> thresholds;
+  for (const std::string& text : texts) {
+    ThresholdOption option = parse_threshold_option(text);
+    if (!thresholds.emplace(option.name, option.value).second) {
+      throw InputError(fmt::format("--threshold {}: the threshold {} is given twice; give each name once",
+                                   shown(text), shown(option.name)));
+    }
+  }
+  return thresholds;
+}
+
+}  // namespace headscan

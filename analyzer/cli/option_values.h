@@ -1,0 +1,33 @@
+#pragma once
+// Values of command-line options that CLI11 cannot check by itself, parsed without LibTorch so
+// that they can be fuzzed (tests/fuzz/fuzz_option_values.cpp).
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace headscan {
+
+struct ThresholdOption {
+  std::string name;
+  double value = 0;
+};
+
+// Thresholds that count sentences rather than share attention (heads/syntactic.cpp): whole
+// numbers from 0 to kMaxThresholdCount. Every other threshold is a fraction in [0, 1].
+inline const char* const kCountThresholds[] = {"syntactic_support"};
+constexpr double kMaxThresholdCount = 1e9;
+
+// One --threshold value "NAME=VALUE": a name, then a finite decimal number in the threshold's
+// range. Throws InputError saying what was expected, what was found and giving an example.
+// Whether NAME exists is the registry's check (resolve_thresholds).
+ThresholdOption parse_threshold_option(const std::string& text);
+
+// Every --threshold value, by name. Throws InputError when a value is malformed or a name is
+// given twice.
+std::map<std::string, double> parse_threshold_options(const std::vector<std::string>& texts);
+
+// --shard I/N arrives with issue 14; its parser belongs here, with a fuzz target beside
+// fuzz_option_values.cpp.
+
+}  // namespace headscan

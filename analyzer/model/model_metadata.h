@@ -1,0 +1,31 @@
+#pragma once
+// headscan.json, the metadata file inside a model archive: {"name", "bos_token", "max_length",
+// "causal", "n_kv_heads"}, every field optional. Read without LibTorch (and fuzzed so:
+// tests/fuzz/fuzz_headscan_json.cpp).
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace headscan {
+
+// Bounds on headscan.json (README, "Fuzzing and limits").
+constexpr std::size_t kMaxMetadataBytes = std::size_t{1} << 20;    // 1 MiB; real files hold a few lines
+constexpr std::int64_t kMaxMetadataLength = std::int64_t{1} << 20;  // max_length, as --max-length
+constexpr int kMaxMetadataKvHeads = 4096;                           // n_kv_heads
+
+struct ModelMetadata {
+  std::string name;
+  std::string bos_token;
+  std::optional<std::int64_t> max_length;  // 2 … kMaxMetadataLength
+  std::optional<bool> causal;
+  std::optional<int> n_kv_heads;           // 1 … kMaxMetadataKvHeads
+};
+
+// Parses headscan.json; empty text gives the defaults. Throws InputError, naming `origin`, the
+// field and what it holds, when the text is larger than kMaxMetadataBytes, is not a JSON object,
+// nests deeper than kMaxJsonDepth, or a field has the wrong type or is out of its range.
+ModelMetadata parse_model_metadata(const std::string& text, const std::string& origin);
+
+}  // namespace headscan
