@@ -12,10 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/model_metadata.h"  // kMaxMetadataBytes, the bound on extra/headscan.json
+
 namespace headscan {
 
 // Bounds on what an archive's records may weigh before headscan reads them.
-inline constexpr std::uint64_t kMaxMetadataBytes = 1ull << 20;     // extra/headscan.json
 inline constexpr std::uint64_t kMaxTokenizerBytes = 256ull << 20;  // extra/tokenizer.json
 inline constexpr std::uint64_t kMaxPickleBytes = 256ull << 20;     // data.pkl, constants.pkl, code/…
 
