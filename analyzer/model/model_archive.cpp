@@ -4,7 +4,6 @@
 #include <fstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "analyzer/errors.h"
 #include "analyzer/model/torchscript_archive.h"
