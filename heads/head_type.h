@@ -19,12 +19,12 @@ struct ScoreDescription {
 };
 
 struct HeadType {
-  std::vector<ScoreDescription> scores;  // in heads.json order; the first is the type's own score
-  std::string label;                     // the label it gives, e.g. "previous-token"; "" if none
-  Thresholds thresholds;                 // default thresholds, by the names --threshold takes
-  std::string source;                    // where the definition comes from
-  std::string colour;                    // "#rrggbb" of the label (Paul Tol's "muted" scheme)
-  std::string tag;                       // short tag of the label on map cells, e.g. "prev"
+  std::vector<ScoreDescription> scores{};  // in heads.json order; the first is the type's own score
+  std::string label{};                   // the label it gives, e.g. "previous-token"; "" if none
+  Thresholds thresholds{};               // default thresholds, by the names --threshold takes
+  std::string source{};                  // where the definition comes from
+  std::string colour{};                  // "#rrggbb" of the label (Paul Tol's "muted" scheme)
+  std::string tag{};                     // short tag of the label on map cells, e.g. "prev"
   int primary_rank = 0;                  // among labels, the lower rank is the primary label
 
   const std::string& name() const { return scores.front().name; }

@@ -3,6 +3,7 @@
 # limits"). Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS   how long each target runs (default 60); targets run one after the other, one job each
 #   TARGET    tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values
+#             torchscript_pickle
 #             (default: all)
 # Installs clang and the libraries it needs from Debian's packages (only what is missing), builds
 # the targets with ASan and UBSan in build-fuzz/ (HEADSCAN_FUZZ=ON, no LibTorch), and runs each on
@@ -16,7 +17,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 [[ $# -gt 0 ]] && shift
-all_targets=(tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values)
+all_targets=(tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values torchscript_pickle)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds == 0)); then
@@ -33,7 +34,7 @@ done
 packages=(
   cmake ninja-build pkg-config ccache
   clang                                      # compiler; its libclang-rt-*-dev holds libFuzzer and the sanitizers
-  nlohmann-json3-dev libfmt-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev liblink-grammar-dev
+  nlohmann-json3-dev libfmt-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev liblink-grammar-dev libzip-dev
 )
 missing=()
 for package in "${packages[@]}"; do
