@@ -54,10 +54,8 @@ std::string slurp(const fs::path& path) {
 
 }  // namespace
 
-CommandResult run_headscan(const std::vector<std::string>& args) {
-  TempDir capture;
-  const fs::path out = capture / "stdout";
-  const fs::path err = capture / "stderr";
+// Forks the headscan executable with `args`, its stdout and stderr going to the given files.
+static pid_t fork_headscan(const std::vector<std::string>& args, const char* out, const char* err) {
   std::fflush(nullptr);  // the child must not repeat the parent's buffered output
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -68,10 +66,18 @@ CommandResult run_headscan(const std::vector<std::string>& args) {
     std::vector<std::string> copies = args;
     for (auto& arg : copies) argv.push_back(arg.data());
     argv.push_back(nullptr);
-    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
+    if (!freopen(out, "w", stdout) || !freopen(err, "w", stderr)) _exit(127);
     execv(binary.c_str(), argv.data());
     _exit(127);
   }
+  return pid;
+}
+
+CommandResult run_headscan(const std::vector<std::string>& args) {
+  TempDir capture;
+  const fs::path out = capture / "stdout";
+  const fs::path err = capture / "stderr";
+  const pid_t pid = fork_headscan(args, out.c_str(), err.c_str());
   int status = 0;
   struct rusage usage {};
   wait4(pid, &status, 0, &usage);
@@ -83,23 +89,7 @@ CommandResult run_headscan(const std::vector<std::string>& args) {
   return result;
 }
 
-int start_headscan(const std::vector<std::string>& args) {
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    std::vector<char*> argv;
-    std::string binary = HEADSCAN_BINARY;
-    argv.push_back(binary.data());
-    std::vector<std::string> copies = args;
-    for (auto& arg : copies) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
-}
+int start_headscan(const std::vector<std::string>& args) { return fork_headscan(args, "/dev/null", "/dev/null"); }
 
 int wait_for_exit(int pid) {
   int status = 0;
