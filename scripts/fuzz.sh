@@ -36,19 +36,8 @@ packages=(
   clang                                      # compiler; its libclang-rt-*-dev holds libFuzzer and the sanitizers
   nlohmann-json3-dev libfmt-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev liblink-grammar-dev libzip-dev
 )
-missing=()
-for package in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$package")
-  fi
-done
-if ((${#missing[@]})); then
-  echo "fuzz.sh: installing ${missing[*]}" >&2
-  sudo=""
-  [[ $(id -u) == 0 ]] || sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+source "$root/scripts/install_packages.sh"
+install_packages fuzz.sh "${packages[@]}"
 
 build="$root/build-fuzz"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADSCAN_FUZZ=ON \

@@ -32,19 +32,8 @@ if [[ "${HEADSCAN_WITH_TESTS:-0}" == 1 ]]; then
   packages+=(sentencepiece)                 # spm_train/spm_encode: tests check .model tokenizers
 fi
 
-missing=()
-for package in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$package")
-  fi
-done
-if ((${#missing[@]})); then
-  echo "headscan: installing ${missing[*]}" >&2
-  sudo=""
-  [[ $(id -u) == 0 ]] || sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+source "$root/scripts/install_packages.sh"
+install_packages headscan "${packages[@]}"
 
 [[ "${HEADSCAN_SETUP_NO_BUILD:-0}" == 1 ]] && exit 0
 jobs=$(nproc)
