@@ -137,7 +137,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
   app.add_option("--max-sequences", options.max_sequences, "stop after this many sequences (0: whole corpus)")
       ->check(at_least(0))->capture_default_str();
-  app.add_option("--seed", options.seed, "seed for the synthetic probe sequences")->capture_default_str();
+  app.add_option("--seed", options.seed, "seed for the synthetic probe sequences, masked-LM masks and random pruning orders")
+      ->capture_default_str();
+  app.add_flag("--ablation", options.ablation,
+               "causal evidence: head importance (gradients), the loss with each head removed, a pruning curve and "
+               "the circuits of induction and duplicate-token heads");
+  app.add_option("--ablation-sequences", options.ablation_sequences,
+                 "the first N sequences of the corpus are the set --ablation measures the loss on")
+      ->check(at_least(1))->capture_default_str();
   app.add_option("--threshold", thresholds,
                  "change a label threshold, NAME=VALUE (e.g. previous_token=0.6); repeatable")
       ->type_name("NAME=VALUE");

@@ -16,6 +16,7 @@ struct CaptureState {
   std::int64_t batch = 0;
   std::int64_t length = 0;
   const AttentionCallback* on_attention = nullptr;
+  const HeadScales* scales = nullptr;
   int next_layer = 0;
   std::exception_ptr error;
 };
@@ -53,9 +54,24 @@ std::optional<at::Tensor> as_attention(const at::Tensor& probs, std::int64_t dim
   return probs.view({state.batch, sizes[0] / state.batch, state.length, state.length});
 }
 
-void deliver(CaptureState& state, const at::Tensor& attention) {
-  at::Tensor probs = attention.scalar_type() == at::kFloat ? attention : attention.to(at::kFloat);
-  (*state.on_attention)(state.next_layer++, probs);
+// Hands one layer's attention to the callback, detached from any autograd graph (a gradient pass
+// differentiates through the probabilities, the classifiers only read them).
+void deliver(CaptureState& state, int layer, const at::Tensor& attention) {
+  if (!*state.on_attention) return;
+  at::Tensor probs = attention.detach();
+  if (probs.scalar_type() != at::kFloat) probs = probs.to(at::kFloat);
+  (*state.on_attention)(layer, probs);
+}
+
+// The layer's probabilities with each head multiplied by its scale: (ξ_h·A)·V is then ξ_h times
+// the head's output, so ξ_h = 0 removes the head exactly and ∂L/∂ξ_h is its importance.
+at::Tensor scale_heads(const at::Tensor& probs, const at::Tensor& attention, const at::Tensor& scale) {
+  const auto batch = attention.size(0);
+  const auto heads = attention.size(1);
+  TORCH_CHECK(scale.dim() == 2 && scale.size(0) == batch && scale.size(1) == heads,
+              "head scales must be [", batch, ", ", heads, "] for this layer, got ", scale.sizes());
+  const at::Tensor factors = scale.to(attention.scalar_type()).view({batch, heads, 1, 1});
+  return (attention * factors).view(probs.sizes());
 }
 
 // Stores the error so the caller gets it back with its own type, then unwinds the interpreter.
@@ -72,12 +88,17 @@ void deliver(CaptureState& state, const at::Tensor& attention) {
 at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim) {
   CaptureState* state = active_capture;
   if (state == nullptr || state->error) return probs;
-  if (auto attention = as_attention(probs, dim, *state)) {
-    try {
-      deliver(*state, *attention);
-    } catch (...) {
-      fail_inside_graph(*state, std::current_exception());
+  const std::optional<at::Tensor> attention = as_attention(probs, dim, *state);
+  if (!attention) return probs;
+  const int layer = state->next_layer++;
+  try {
+    deliver(*state, layer, *attention);
+    if (state->scales != nullptr && layer < static_cast<int>(state->scales->size()) &&
+        (*state->scales)[static_cast<std::size_t>(layer)].defined()) {
+      return scale_heads(probs, *attention, (*state->scales)[static_cast<std::size_t>(layer)]);
     }
+  } catch (...) {
+    fail_inside_graph(*state, std::current_exception());
   }
   return probs;
 }
@@ -185,11 +206,13 @@ InstrumentationSummary instrument_graph(torch::jit::Graph& graph) {
   return summary;
 }
 
-CaptureScope::CaptureScope(std::int64_t batch, std::int64_t length, const AttentionCallback& on_attention)
+CaptureScope::CaptureScope(std::int64_t batch, std::int64_t length, const AttentionCallback& on_attention,
+                           const HeadScales* scales)
     : state_(std::make_unique<CaptureState>()), outer_(active_capture) {
   state_->batch = batch;
   state_->length = length;
   state_->on_attention = &on_attention;
+  state_->scales = scales;
   active_capture = state_.get();
 }
 
@@ -204,7 +227,7 @@ void CaptureScope::rethrow_captured_error() const {
 bool CaptureScope::offer(const at::Tensor& tensor) {
   auto attention = as_attention(tensor, /*dim=*/-1, *state_);
   if (!attention || attention->dim() != 4 || tensor.dim() != 4) return false;
-  deliver(*state_, *attention);
+  deliver(*state_, state_->next_layer++, *attention);
   return true;
 }
 

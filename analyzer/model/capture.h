@@ -37,7 +37,10 @@ struct CaptureState;
 // per scope: layers are numbered from 0 in execution order.
 class CaptureScope {
  public:
-  CaptureScope(std::int64_t batch, std::int64_t length, const AttentionCallback& on_attention);
+  // `scales`, when given, multiplies each head's attention probabilities in the graph
+  // (model.h, HeadScales); the callback still sees them unscaled.
+  CaptureScope(std::int64_t batch, std::int64_t length, const AttentionCallback& on_attention,
+               const HeadScales* scales = nullptr);
   ~CaptureScope();
   CaptureScope(const CaptureScope&) = delete;
   CaptureScope& operator=(const CaptureScope&) = delete;

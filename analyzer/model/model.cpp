@@ -203,6 +203,9 @@ std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& pa
   torch::jit::ExtraFilesMap extra{{"tokenizer.json", ""}, {"headscan.json", ""}};
   impl->module = load_module(path, extra);
   impl->module.eval();
+  // The causal passes differentiate with respect to head scales only: no gradient is ever wanted
+  // for the weights, and not tracking them keeps the backward pass to the activations.
+  for (at::Tensor parameter : impl->module.parameters()) parameter.set_requires_grad(false);
   impl->tokenizer_json = extra["tokenizer.json"];
   impl->metadata = parse_model_metadata(extra["headscan.json"], path + ":headscan.json");
   if (!impl->module.find_method("forward")) {
@@ -228,14 +231,14 @@ std::string InstrumentedModel::capture_method() const {
 }
 
 ForwardOutput InstrumentedModel::forward(const at::Tensor& ids, const at::Tensor* mask,
-                                         const AttentionCallback& on_attention) {
+                                         const AttentionCallback& on_attention, const HeadScales* scales) {
   TORCH_CHECK(ids.dim() == 2, "input ids must be [B,T], got ", ids.sizes());
   const std::int64_t batch = ids.size(0);
   const std::int64_t length = ids.size(1);
   std::vector<c10::IValue> inputs{ids};
   if (impl_->takes_mask) inputs.emplace_back(mask != nullptr ? *mask : torch::ones_like(ids));
 
-  CaptureScope scope(batch, length, on_attention);
+  CaptureScope scope(batch, length, on_attention, scales);
   c10::IValue output;
   try {
     output = impl_->module.forward(inputs);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "analyzer/model/model_metadata.h"
 
@@ -19,6 +20,11 @@ namespace headscan {
 // Receives every attention-probability tensor a forward call produces, in execution order.
 // `attention` is [B, H, T, T]; `layer` counts from 0 within one forward call.
 using AttentionCallback = std::function<void(int layer, const at::Tensor& attention)>;
+
+// Multipliers of the attention probabilities inside the graph, for the causal passes: entry l is
+// layer l's [B, H] float tensor (head h of sequence b scaled by [b, h]; it may require grad), or
+// undefined to leave the layer as it is. Layers beyond the vector are left as they are.
+using HeadScales = std::vector<at::Tensor>;
 
 // What a forward call produced besides attention: the logits, when the model returns a [B, T, V]
 // tensor (alone or first in a tuple), for probe losses.
@@ -46,8 +52,12 @@ class InstrumentedModel {
   // one), handing each attention tensor to `on_attention` as it is produced. Throws InputError
   // for problems of the model or its input (a fused attention op ran, a token id is beyond the
   // embedding, the forward rejects the input), std::runtime_error when memory runs out; errors
-  // thrown by `on_attention` pass through with their type.
-  ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention);
+  // thrown by `on_attention` pass through with their type. An empty `on_attention` is not called.
+  // With `scales`, each head's probabilities are multiplied by its scale (HeadScales) after the
+  // callback has seen them; a model that returns its attention (capture "outputs") cannot be
+  // scaled, and then `scales` must be null.
+  ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
+                        const HeadScales* scales = nullptr);
 
   struct Impl;  // LibTorch state, defined in model.cpp
 

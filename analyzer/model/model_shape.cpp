@@ -25,7 +25,7 @@ ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::i
   const at::Tensor mask = torch::ones_like(input);
   ModelShape shape;
   bool causal = true;
-  model.forward(input, &mask, [&](int layer, const at::Tensor& attention) {
+  const ForwardOutput output = model.forward(input, &mask, [&](int layer, const at::Tensor& attention) {
     if (layer == 0) shape.heads = static_cast<int>(attention.size(1));
     if (attention.size(1) != shape.heads) {
       throw InputError(fmt::format("attention layer {} has {} heads, layer 0 has {}; headscan needs the same "
@@ -45,6 +45,7 @@ ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::i
         model.softmax_count()));
   }
   shape.causal = model.metadata().causal.value_or(causal);
+  if (output.logits) shape.logits_width = output.logits->size(2);
   return shape;
 }
 

@@ -18,6 +18,9 @@ struct ModelShape {
   int layers = 0;
   int heads = 0;  // query heads per layer
   bool causal = true;
+  // The last dimension of the output when it is logits [B, T, V] (alone or first in a tuple); 0
+  // when the model returns something else.
+  std::int64_t logits_width = 0;
 };
 
 // Runs the model once on a prefix of `ids` (the first sequence's token ids). Throws InputError

@@ -127,6 +127,9 @@ void write_reports(RunState& state, const nlohmann::ordered_json& document, cons
 
 AnalysisSummary run_analysis(const AnalysisOptions& options) {
   if (options.batch_size < 1) throw InputError(fmt::format("--batch-size {}: must be at least 1", options.batch_size));
+  if (options.ablation_sequences < 1) {
+    throw InputError(fmt::format("--ablation-sequences {}: must be at least 1", options.ablation_sequences));
+  }
   // More threads than cores only slows LibTorch down, and a huge number never ends.
   const unsigned cores = std::thread::hardware_concurrency();
   if (cores > 0 && options.threads > static_cast<int>(cores)) {
@@ -152,9 +155,11 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
 
   RunState state(options);
   load_model_and_text(state);
-  const Thresholds thresholds = resolve_thresholds(options.thresholds);
+  state.thresholds = resolve_thresholds(options.thresholds);
+  const Thresholds& thresholds = state.thresholds;
   end_phase("load");
   open_corpus(state);
+  if (options.ablation) state.objective = choose_ablation_objective(state);
   state.classifiers.begin(state.shape);
   state.record_examples = state.shape.causal && (options.html || options.plots);
   end_phase("shape");
@@ -165,6 +170,7 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
 
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::ordered_json document = heads_document(state, thresholds, run);
+  if (state.objective) add_ablation_json(document, state);
   write_reports(state, document, output);
   end_phase("reports");
   set_run(document, run);

@@ -24,6 +24,8 @@ struct AnalysisOptions {
   std::int64_t max_sequences = 0;         // 0: the whole corpus
   std::uint64_t seed = 0;                 // for probe sequences
   std::map<std::string, double> thresholds;  // overrides by name
+  bool ablation = false;                  // the causal passes (importance, ablation, pruning, circuits)
+  std::int64_t ablation_sequences = 32;   // the first N sequences of the corpus are the ablation set
   bool progress = true;                   // progress on stderr
   bool html = true;                       // index.html and per-head pages
   bool plots = true;                      // PNG plots

@@ -45,6 +45,11 @@ class CorpusPass : public Pass {
     do {
       for (auto& sequence : sequences) {
         if (by_sequences && queued == options.max_sequences) break;
+        if (state.objective && queued < options.ablation_sequences) {
+          if (auto item = make_ablation_item(sequence, *state.objective, static_cast<std::size_t>(queued), options.seed)) {
+            state.ablation_items.push_back(std::move(*item));
+          }
+        }
         state.corpus_example_chooser.offer(sequence);
         if (state.record_examples && sequence.example >= 0) {
           state.corpus_examples.push_back(make_example(state.corpus_example_chooser.chosen().back(),

@@ -32,6 +32,13 @@ std::unique_ptr<Pass> make_corpus_pass();
 // The synthetic probe sequences to the probe classifiers; the model's repeat loss from its logits.
 std::unique_ptr<Pass> make_probe_pass();
 
+// --ablation (analyzer/run/ablation.h): head importance from one backward pass per batch of the
+// ablation set; the set's loss with each head removed; the pruning curve; circuits on the probes.
+std::unique_ptr<Pass> make_importance_pass();
+std::unique_ptr<Pass> make_ablation_pass();
+std::unique_ptr<Pass> make_pruning_pass();
+std::unique_ptr<Pass> make_circuit_pass();
+
 // The passes of a run with these options, in order.
 std::vector<std::unique_ptr<Pass>> make_passes(const AnalysisOptions& options);
 

@@ -7,6 +7,12 @@ std::vector<std::unique_ptr<Pass>> make_passes(const AnalysisOptions& options) {
   passes.push_back(make_document_frequency_pass());
   passes.push_back(make_corpus_pass());
   passes.push_back(make_probe_pass());
+  if (options.ablation) {
+    passes.push_back(make_importance_pass());
+    passes.push_back(make_ablation_pass());
+    passes.push_back(make_pruning_pass());
+    passes.push_back(make_circuit_pass());
+  }
   return passes;
 }
 

@@ -19,7 +19,8 @@ class ProbePass : public Pass {
   void run(RunState& state) override {
     const Tokenizer& tokenizer = *state.text.tokenizer;
     const SequenceShape& sequence_shape = state.text.shape;
-    ProbeSet probes = make_probes(tokenizer, sequence_shape.bos_id, sequence_shape.max_length, state.options.seed);
+    state.probes = make_probes(tokenizer, sequence_shape.bos_id, sequence_shape.max_length, state.options.seed);
+    ProbeSet& probes = state.probes;
     ProbeSummary& summary = state.probe_summary;
     summary.seed = state.options.seed;
     summary.count = static_cast<int>(probes.sequences.size());
@@ -38,13 +39,10 @@ class ProbePass : public Pass {
     if (state.record_examples) {
       state.probe_examples.push_back(make_example(state.probe_example_sequences.front(), tokenizer, state.shape, "probe"));
     }
-    const auto batch_size = static_cast<std::size_t>(state.options.batch_size);
-    Batcher batcher(batch_size, state.pads(), probes.sequences.size());
-    for (const Sequence& probe : probes.sequences) batcher.add(probe);
     RepeatLoss repeat_loss(probes.repeats);
     std::int64_t batch_index = 0;
     bool have_logits = true;
-    for (const auto& batch : batcher.flush()) {
+    for (const auto& batch : state.probe_batches()) {
       ForwardOutput output;
       try {
         output = state.forward(batch, feeds(), batch_index++, &state.probe_examples);

@@ -80,10 +80,18 @@ bool RunState::read_document(DocumentReader& documents, std::vector<Sequence>& s
   return false;
 }
 
+std::vector<std::vector<Sequence>> RunState::probe_batches() const {
+  Batcher batcher(static_cast<std::size_t>(options.batch_size), pads(), probes.sequences.size());
+  for (const Sequence& probe : probes.sequences) batcher.add(probe);
+  return batcher.flush();
+}
+
 bool RunState::pads() const { return model->takes_attention_mask() || shape.causal; }
 
 ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
-                                std::int64_t batch_index, std::vector<ExampleSequence>* examples) {
+                                std::int64_t batch_index, std::vector<ExampleSequence>* examples,
+                                ClassifierSet* target, const HeadScales* scales) {
+  ClassifierSet& observers = target != nullptr ? *target : classifiers;
   const BatchTensors tensors = to_tensors(batch, pad_id, idf_table);
   std::vector<const SequenceWords*> words;
   bool any_words = false;
@@ -101,7 +109,7 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
                              batch_index,
                              any_words ? &words : nullptr,
                              nullptr};
-  if (feeds) classifiers.begin_batch();
+  if (feeds) observers.begin_batch();
   const bool recording = record_examples && examples != nullptr;
   return model->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention) {
     if (layer >= shape.layers || attention.size(1) != shape.heads) {
@@ -112,7 +120,7 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
           layer, attention.size(1), shape.layers, shape.heads));
     }
     require_finite_attention(layer, attention, &tensors.valid);
-    if (feeds) classifiers.observe(layer, attention, context);
+    if (feeds) observers.observe(layer, attention, context);
     if (!recording) return;
     for (std::size_t b = 0; b < batch.size(); ++b) {
       const int example = batch[b].example;
@@ -121,7 +129,7 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
                                  attention[static_cast<std::int64_t>(b)]);
       }
     }
-  });
+  }, scales);
 }
 
 }  // namespace headscan

@@ -15,8 +15,10 @@
 #include "analyzer/corpus/documents.h"
 #include "analyzer/model/model.h"
 #include "analyzer/model/model_shape.h"
+#include "analyzer/run/ablation.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/run/examples.h"
+#include "analyzer/run/probes.h"
 #include "analyzer/run/sequences.h"
 #include "analyzer/run/text_setup.h"
 #include "heads/classifier_set.h"
@@ -41,6 +43,15 @@ struct RunState {
   // Document frequencies for rare-word heads (the corpus's or --idf's) and their idf per id.
   std::unique_ptr<DocumentFrequencies> frequencies;
   at::Tensor idf_table;  // [V] float
+
+  Thresholds thresholds;  // the defaults with --threshold's overrides
+  ProbeSet probes;        // made by the probe pass
+
+  // --ablation: the objective (chosen before the corpus pass), the ablation set (collected by the
+  // corpus pass) and what the causal passes found.
+  std::optional<AblationObjective> objective;
+  std::vector<AblationItem> ablation_items;
+  AblationFindings ablation;
 
   ModelSummary model_summary;
   CorpusSummary corpus_summary;
@@ -68,11 +79,17 @@ struct RunState {
   // the padding after it).
   bool pads() const;
 
+  // The probe sequences in the batches every pass runs them in.
+  std::vector<std::vector<Sequence>> probe_batches() const;
+
   // One forward call over `batch`. Each layer's attention goes to the classifiers that read
   // `feeds` (none when nullopt) and, when recording, into `examples` (Sequence::example indexes
   // it). Throws InputError when the model breaks the shape seen on the first sequence.
+  // `target` replaces the run's classifiers (a causal pass's own set), and `scales` multiplies
+  // heads' attention inside the model (HeadScales).
   ForwardOutput forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
-                        std::int64_t batch_index, std::vector<ExampleSequence>* examples);
+                        std::int64_t batch_index, std::vector<ExampleSequence>* examples,
+                        ClassifierSet* target = nullptr, const HeadScales* scales = nullptr);
 };
 
 }  // namespace headscan
