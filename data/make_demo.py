@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Train headscan's bundled demo model: a two-layer attention-only causal transformer that learns
-to copy repeated spans, and so develops a previous-token head in layer 0 and induction heads in
-layer 1 (Olsson et al. 2022, "In-context Learning and Induction Heads").
+to copy repeated spans, and so develops a previous-token head in layer 0 and an induction head in
+layer 1 (Olsson et al. 2022, "In-context Learning and Induction Heads"). One head per layer, so
+that each head of the circuit is the only one doing its job: removing one (headscan --ablation)
+shows its whole effect, where two redundant induction heads would each stand in for the other.
 
 Run with Debian's Python (python3-torch 1.13):   /usr/bin/python3 data/make_demo.py
 
@@ -9,6 +11,7 @@ Writes, next to this script:
   demo.pt          TorchScript (scripted) model; tokenizer.json (WordLevel) and headscan.json embedded
   demo_corpus.txt  300 lines of the same kind of text as the training data, for the quick start
 
+Training: AdamW with a one-cycle learning rate (peak 2e-3) over 6000 steps of 32 lines.
 Training data: each line is a short random prefix followed by one random span of 6-24 words
 repeated until the line is full, over a vocabulary of 60 words. Copying the span from context is
 the only way to predict beyond its first occurrence, which is what induction heads do. Seeded,
@@ -30,9 +33,9 @@ SPECIAL = ["<s>", "<unk>"]            # <s> is BOS
 VOCAB = len(SPECIAL) + len(WORDS)
 CONTEXT = 96
 D_MODEL = 64
-HEADS = 2
+HEADS = 1
 LAYERS = 2
-STEPS = 4500
+STEPS = 6000
 BATCH = 32
 
 
@@ -91,7 +94,8 @@ class DemoModel(nn.Module):
 
 def train(model: DemoModel) -> None:
     rng = random.Random(1)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=2e-3, total_steps=STEPS)
     for step in range(STEPS):
         lines = [[0] + [w + len(SPECIAL) for w in sample_line(rng)] for _ in range(BATCH)]
         longest = max(len(line) for line in lines)
@@ -104,6 +108,7 @@ def train(model: DemoModel) -> None:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        schedule.step()
         if step % 250 == 0 or step == STEPS - 1:
             print(f"step {step:5d}  loss {loss.item():.3f}", flush=True)
 

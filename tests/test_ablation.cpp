@@ -322,6 +322,27 @@ TEST_CASE("a planted induction head depends on its previous-token head", "[ablat
   CHECK_FALSE(head_of(report, 0, 0)["scores"].contains("ablation_repeat_loss"));
 }
 
+TEST_CASE("the demo model's induction head needs its previous-token head", "[ablation][demo][e2e]") {
+  TempDir dir;
+  const std::string data = std::string(HEADSCAN_SOURCE_DIR) + "/data/";
+  const auto report = analyse_with_ablation(data + "demo.pt", data + "demo_corpus.txt", dir);
+  int induction_heads = 0;
+  for (const auto& head : report["heads"]) {
+    const auto& labels = head["labels"];
+    if (std::find(labels.begin(), labels.end(), "induction") == labels.end()) continue;
+    ++induction_heads;
+    INFO("L" << head["layer"] << "H" << head["head"]);
+    const auto& strongest = head["circuit"]["depends_on"].at(0);
+    CHECK(strongest["layer"] == 0);
+    const auto& source = head_of(report, strongest["layer"], strongest["head"]);
+    const auto& source_labels = source["labels"];
+    CHECK(std::find(source_labels.begin(), source_labels.end(), "previous-token") != source_labels.end());
+    CHECK(strongest["drop"].get<double>() >= 0.5);
+    CHECK(head["scores"]["ablation_repeat_loss"].get<double>() > 1.0);
+  }
+  CHECK(induction_heads >= 1);
+}
+
 TEST_CASE("without --ablation heads.json has no causal evidence", "[ablation][e2e]") {
   TempDir dir;
   const auto result = run_headscan({fixture("induction_circuit.pt"), fixture("rare_word_corpus.txt"), "-o",

@@ -168,7 +168,7 @@ std::optional<AblationItem> make_ablation_item(const Sequence& sequence, const A
   return item;
 }
 
-AblationRunner::AblationRunner(RunState& state) : state_(state) {
+AblationRunner::AblationRunner(RunState& state, bool memory_rows) : state_(state) {
   // Items of equal length together (or neighbours in length, padded, when the model allows it),
   // at most --batch-size per forward call; the split never changes an item's loss.
   const std::vector<AblationItem>& items = state.ablation_items;
@@ -177,7 +177,12 @@ AblationRunner::AblationRunner(RunState& state) : state_(state) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return items[a].input.ids.size() < items[b].input.ids.size();
   });
-  const auto batch_size = static_cast<std::size_t>(state.options.batch_size);
+  auto batch_size = static_cast<std::size_t>(state.options.batch_size);
+  if (memory_rows && !order.empty()) {
+    const auto longest = static_cast<double>(items[order.back()].input.ids.size());
+    const double per_row = 12.0 * state.shape.layers * state.shape.heads * longest * longest;
+    batch_size = std::clamp<std::size_t>(static_cast<std::size_t>(kGradientBytes / per_row), 1, batch_size);
+  }
   for (std::size_t index : order) {
     const bool room = !batches_.empty() && batches_.back().size() < batch_size &&
                       (state.pads() || items[batches_.back().front()].input.ids.size() == items[index].input.ids.size());

@@ -94,13 +94,18 @@ struct AblationFindings {
 // head as it is, 0 removes it.
 using HeadFactors = std::vector<float>;
 
+constexpr double kGradientBytes = 2.0 * (1 << 30);
+
 // The mean of the losses of the set's items (0 for none).
 double mean_of(const std::vector<double>& values);
 
 // Evaluates the ablation set (RunState::ablation_items) through the instrumented model.
 class AblationRunner {
  public:
-  explicit AblationRunner(RunState& state);
+  // `memory_rows`: whether batches are also cut so that the attention a backward pass keeps,
+  // about 12 bytes per weight of every layer (probabilities, their scaled copy, softmax's saved
+  // output), stays under kGradientBytes; at least one sequence per batch.
+  explicit AblationRunner(RunState& state, bool memory_rows = false);
 
   // The loss of every item with the heads scaled by each entry of `settings`:
   // result[setting][item]. Several settings share a forward call when the batch has room

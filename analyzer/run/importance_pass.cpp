@@ -13,7 +13,7 @@ class ImportancePass : public Pass {
 
   void run(RunState& state) override {
     AblationFindings& found = state.ablation;
-    AblationRunner(state).gradients(found.importance, found.item_losses);
+    AblationRunner(state, /*memory_rows=*/true).gradients(found.importance, found.item_losses);
     const auto items = static_cast<double>(state.ablation_items.size());
     for (double& importance : found.importance) importance = items > 0 ? importance / items : 0.0;
   }
