@@ -37,6 +37,7 @@ void print_summary(const headscan::AnalysisSummary& summary) {
   std::vector<std::string> counts;
   for (const auto& [label, count] : summary.label_counts) counts.push_back(fmt::format("{} {}", count, label));
   fmt::print("primary labels: {}\n", fmt::join(counts, ", "));
+  for (const std::string& line : summary.findings) fmt::print("{}\n", line);
   fmt::print("report: {}/heads.json\n", summary.output_dir);
 }
 

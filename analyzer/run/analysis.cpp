@@ -123,6 +123,38 @@ void write_reports(RunState& state, const nlohmann::ordered_json& document, cons
                           ReportOptions{options.html, options.plots});
 }
 
+// A few lines on what --ablation found, for the command line's summary.
+std::vector<std::string> ablation_findings(const nlohmann::ordered_json& document) {
+  const auto& ablation = document.at("ablation");
+  std::vector<std::string> lines{fmt::format("ablation: {} loss {:.3f} nats on {} sequence(s)",
+                                             ablation.at("objective").get<std::string>(),
+                                             ablation.at("loss").get<double>(), ablation.at("sequences").get<std::size_t>())};
+  const nlohmann::ordered_json* largest = nullptr;
+  constexpr int kCircuitLines = 5;
+  int circuits = 0;
+  for (const auto& head : document.at("heads")) {
+    if (largest == nullptr || head.at("scores").at("ablation_loss").get<double>() >
+                                  largest->at("scores").at("ablation_loss").get<double>()) {
+      largest = &head;
+    }
+    if (!head.contains("circuit") || head.at("circuit").at("depends_on").empty()) continue;
+    if (++circuits > kCircuitLines) continue;
+    const auto& strongest = head.at("circuit").at("depends_on").at(0);
+    lines.push_back(fmt::format("circuit: L{}H{} ({}) depends most on L{}H{} (its {} score drops by {:.2f} without it)",
+                                head.at("layer").get<int>(), head.at("head").get<int>(),
+                                head.at("primary").get<std::string>(), strongest.at("layer").get<int>(),
+                                strongest.at("head").get<int>(), head.at("circuit").at("score").get<std::string>(),
+                                strongest.at("drop").get<double>()));
+  }
+  if (circuits > kCircuitLines) lines.push_back(fmt::format("… and {} more circuits in heads.json", circuits - kCircuitLines));
+  if (largest != nullptr) {
+    lines.insert(lines.begin() + 1, fmt::format("removing L{}H{} raises the loss most: {:+.3f} nats",
+                                                largest->at("layer").get<int>(), largest->at("head").get<int>(),
+                                                largest->at("scores").at("ablation_loss").get<double>()));
+  }
+  return lines;
+}
+
 }  // namespace
 
 AnalysisSummary run_analysis(const AnalysisOptions& options) {
@@ -185,6 +217,7 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
   summary.tokens = state.corpus_summary.tokens;
   summary.seconds = run.seconds;
   for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
+  if (state.objective) summary.findings = ablation_findings(document);
   summary.warnings = state.warnings;
   // About the output directory, not the analysis: printed, but not part of heads.json.
   summary.warnings.insert(summary.warnings.end(), output.notes().begin(), output.notes().end());

@@ -39,6 +39,7 @@ struct AnalysisSummary {
   std::int64_t tokens = 0;
   double seconds = 0;
   std::map<std::string, int> label_counts;  // primary label → heads
+  std::vector<std::string> findings;        // --ablation: what the causal passes found, one line each
   std::vector<std::string> warnings;
 };
 
