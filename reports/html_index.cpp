@@ -188,15 +188,16 @@ std::string heads_table_section(const ReportData& data) {
 }
 
 std::string score_maps_section(const ReportData& data, const ReportContents& contents) {
+  const bool signed_scores = std::any_of(data.scores.begin(), data.scores.end(), [](const ScoreColumn& c) { return c.diverging; });
   std::string html = "<section id=\"scores\"><h2>Scores by head</h2><p class=\"note\">One map per score (layers are rows, "
-                     "heads columns), colour scale viridis; hatched: no value. Hover for the value, click for the head.</p>"
-                     "<div class=\"scoremaps\">";
+                     "heads columns), colour scale viridis";
+  if (signed_scores) html += " (loss changes, which have a sign: blue below 0, white at 0, red above)";
+  html += "; hatched: no value. Hover for the value, click for the head.</p><div class=\"scoremaps\">";
   const std::string cell = data.heads > 24 ? "10px" : (data.heads > 8 ? "18px" : "26px");
   for (const auto& column : data.scores) {
     html += fmt::format("<div class=\"scoremap\"><h3>{}</h3><div class=\"meaning\">{}</div><div class=\"grid\" ",
                         escape_html(column.name), escape_html(column.meaning));
     html += grid_header(data, cell);
-    const double span = column.high - column.low;
     for (int layer = 0; layer < data.layers; ++layer) {
       html += fmt::format("<div class=\"axis row\">{}</div>", layer);
       for (int head = 0; head < data.heads; ++head) {
@@ -204,7 +205,7 @@ std::string score_maps_section(const ReportData& data, const ReportContents& con
         const std::string id = fmt::format("L{}H{}", layer, head);
         if (value) {
           html += fmt::format("<a href=\"heads/{0}.html\" title=\"{0}: {1}\" style=\"background:{2}\"></a>", id,
-                              format_number(*value, 3), to_hex(viridis(span > 0 ? (*value - column.low) / span : 0)));
+                              format_number(*value, 3), to_hex(score_colour(column, *value)));
         } else {
           html += fmt::format("<a class=\"missing\" href=\"heads/{0}.html\" title=\"{0}: no value\"></a>", id);
         }
@@ -212,7 +213,7 @@ std::string score_maps_section(const ReportData& data, const ReportContents& con
     }
     html += fmt::format("</div><div class=\"scale\">{}<span class=\"bar\" style=\"background:linear-gradient(to right",
                         format_number(column.low));
-    for (int i = 0; i <= 8; ++i) html += "," + to_hex(viridis(i / 8.0));
+    for (int i = 0; i <= 8; ++i) html += "," + to_hex(score_colour_map(column)(i / 8.0));
     html += fmt::format(")\"></span>{}", format_number(column.high));
     if (column.threshold) html += " · threshold " + format_number(*column.threshold);
     if (contents.plots) html += fmt::format(" · <a href=\"plots/{0}\">PNG</a>", score_plot_name(column.name));
