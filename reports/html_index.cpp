@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/html.h"
+#include "reports/html_causal.h"
 #include "reports/palette.h"
 #include "reports/plots.h"
 #include "reports/text.h"
@@ -105,8 +106,11 @@ std::string grid_header(const ReportData& data, const std::string& cell_size) {
 }
 
 std::string head_map_section(const ReportData& data, const ReportContents& contents) {
+  const std::string colour_switch = map_colour_switch(data);
   std::string html = "<section id=\"map\"><h2>Head map</h2><p class=\"note\">Layers are rows, heads columns; colour: "
-                     "primary label. Hover a head for all its scores, click it for its page.</p>";
+                     "primary label";
+  html += colour_switch.empty() ? "" : " or, with the switch, a causal score (--ablation)";
+  html += ". Hover a head for all its scores, click it for its page.</p>" + colour_switch;
   const bool small = data.heads > 24;
   html += "<div class=\"grid headmap\" " + grid_header(data, small ? "22px" : "minmax(30px, 52px)");
   for (int layer = 0; layer < data.layers; ++layer) {
@@ -119,11 +123,17 @@ std::string head_map_section(const ReportData& data, const ReportContents& conte
       if (!small && info.labels.size() > 1) tag += "+";
       html += fmt::format(
           "<a class=\"cell\" href=\"heads/{0}.html\" data-head-id=\"{0}\" data-layer=\"{1}\" data-head=\"{2}\" "
-          "aria-label=\"{0} {3}\" style=\"background:{4};color:{5}\">{6}</a>",
-          info.id(), layer, head, escape_html(info.primary), to_hex(fill), to_hex(text_colour_on(fill)), tag);
+          "aria-label=\"{0} {3}\" style=\"background:{4};color:{5}\"{7}>{6}</a>",
+          info.id(), layer, head, escape_html(info.primary), to_hex(fill), to_hex(text_colour_on(fill)), tag,
+          map_cell_colours(data, info));
     }
   }
-  html += "</div>" + label_legend(report_labels());
+  html += "</div>";
+  if (colour_switch.empty()) {
+    html += label_legend(report_labels());
+  } else {
+    html += "<div data-map-legend=\"label\">" + label_legend(report_labels()) + "</div>" + map_colour_legends(data);
+  }
   if (contents.plots) html += "<p class=\"note\">As PNG: <a href=\"plots/heads.png\">plots/heads.png</a></p>";
   return html + "</section>\n";
 }
@@ -252,12 +262,14 @@ void write_index_page(const std::filesystem::path& directory, const nlohmann::or
   html += "<nav class=\"sections\"><a href=\"#summary\">Summary</a><a href=\"#map\">Head map</a><a href=\"#layers\">Per layer</a>"
           "<a href=\"#table\">All heads</a><a href=\"#scores\">Score maps</a><a href=\"#viewer\">Attention viewer</a>";
   if (contents.induction_plot) html += "<a href=\"#induction\">Induction</a>";
+  if (data.ablation) html += "<a href=\"#causal\">Causal evidence</a>";
   html += "<a href=\"heads.json\">heads.json</a></nav><main>";
   html += summary_section(document, data);
   html += head_map_section(data, contents);
   html += layers_section(data, contents);
   html += heads_table_section(data);
   html += score_maps_section(data, contents);
+  html += causal_index_section(data, contents);
   html += "<section id=\"viewer\"><h2>Attention viewer</h2><p class=\"note\">Pick an example sequence, a layer and a head. "
           "Lines join each query (left) to the keys it attends (right), darker for larger weights.</p>" +
           viewer_html(data, false) + "</section>\n";
