@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/html.h"
+#include "reports/html_causal.h"
 #include "reports/plots.h"
 #include "reports/text.h"
 
@@ -26,14 +27,8 @@ std::string score_of_label(const std::string& label) {
 
 // "3 of 144" by descending value, or "".
 std::string rank_text(const ScoreColumn& column, std::size_t index) {
-  if (!column.values[index]) return "";
-  std::size_t above = 0, counted = 0;
-  for (const auto& value : column.values) {
-    if (!value) continue;
-    ++counted;
-    above += *value > *column.values[index];
-  }
-  return fmt::format("{} of {}", above + 1, counted);
+  const auto rank = column.rank(index);
+  return rank ? fmt::format("{} of {}", *rank, column.count()) : "";
 }
 
 std::string labels_section(const ReportData& data, const HeadInfo& info) {
@@ -175,11 +170,14 @@ std::string head_page(const nlohmann::ordered_json& document, const ReportData& 
   if (index + 1 < static_cast<int>(data.head_list.size())) {
     html += fmt::format("<a href=\"{0}.html\">next: {0}</a>", data.head_list[static_cast<std::size_t>(index + 1)].id());
   }
+  const std::string causal = causal_head_section(data, info);
   html += "</div></header><nav class=\"sections\"><a href=\"#labels\">Labels</a><a href=\"#scores\">Scores</a>";
+  if (!causal.empty()) html += "<a href=\"#causal\">Causal evidence</a>";
   if (!probes.empty()) html += "<a href=\"#probe\">Probe stripe</a>";
   html += "<a href=\"#attention\">Attention</a><a href=\"#confident\">Confident queries</a></nav><main>";
   html += labels_section(data, info);
   html += scores_section(data, info);
+  html += causal;
 
   if (!probes.empty() && contents.viewer.probe) {
     html += "<section id=\"probe\"><h2>Probe stripe</h2><p class=\"note\">Attention on a probe sequence [BOS] R R R R "

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/html.h"
+#include "reports/html_causal.h"
 #include "reports/palette.h"
 #include "reports/plots.h"
 #include "reports/text.h"
@@ -105,8 +106,11 @@ std::string grid_header(const ReportData& data, const std::string& cell_size) {
 }
 
 std::string head_map_section(const ReportData& data, const ReportContents& contents) {
+  const std::string colour_switch = map_colour_switch(data);
   std::string html = "<section id=\"map\"><h2>Head map</h2><p class=\"note\">Layers are rows, heads columns; colour: "
-                     "primary label. Hover a head for all its scores, click it for its page.</p>";
+                     "primary label";
+  html += colour_switch.empty() ? "" : " or, with the switch, a causal score (--ablation)";
+  html += ". Hover a head for all its scores, click it for its page.</p>" + colour_switch;
   const bool small = data.heads > 24;
   html += "<div class=\"grid headmap\" " + grid_header(data, small ? "22px" : "minmax(30px, 52px)");
   for (int layer = 0; layer < data.layers; ++layer) {
@@ -119,11 +123,17 @@ std::string head_map_section(const ReportData& data, const ReportContents& conte
       if (!small && info.labels.size() > 1) tag += "+";
       html += fmt::format(
           "<a class=\"cell\" href=\"heads/{0}.html\" data-head-id=\"{0}\" data-layer=\"{1}\" data-head=\"{2}\" "
-          "aria-label=\"{0} {3}\" style=\"background:{4};color:{5}\">{6}</a>",
-          info.id(), layer, head, escape_html(info.primary), to_hex(fill), to_hex(text_colour_on(fill)), tag);
+          "aria-label=\"{0} {3}\" style=\"background:{4};color:{5}\"{7}>{6}</a>",
+          info.id(), layer, head, escape_html(info.primary), to_hex(fill), to_hex(text_colour_on(fill)), tag,
+          map_cell_colours(data, info));
     }
   }
-  html += "</div>" + label_legend(report_labels());
+  html += "</div>";
+  if (colour_switch.empty()) {
+    html += label_legend(report_labels());
+  } else {
+    html += "<div data-map-legend=\"label\">" + label_legend(report_labels()) + "</div>" + map_colour_legends(data);
+  }
   if (contents.plots) html += "<p class=\"note\">As PNG: <a href=\"plots/heads.png\">plots/heads.png</a></p>";
   return html + "</section>\n";
 }
@@ -188,15 +198,16 @@ std::string heads_table_section(const ReportData& data) {
 }
 
 std::string score_maps_section(const ReportData& data, const ReportContents& contents) {
+  const bool signed_scores = std::any_of(data.scores.begin(), data.scores.end(), [](const ScoreColumn& c) { return c.diverging; });
   std::string html = "<section id=\"scores\"><h2>Scores by head</h2><p class=\"note\">One map per score (layers are rows, "
-                     "heads columns), colour scale viridis; hatched: no value. Hover for the value, click for the head.</p>"
-                     "<div class=\"scoremaps\">";
+                     "heads columns), colour scale viridis";
+  if (signed_scores) html += " (loss changes, which have a sign: blue below 0, white at 0, red above)";
+  html += "; hatched: no value. Hover for the value, click for the head.</p><div class=\"scoremaps\">";
   const std::string cell = data.heads > 24 ? "10px" : (data.heads > 8 ? "18px" : "26px");
   for (const auto& column : data.scores) {
     html += fmt::format("<div class=\"scoremap\"><h3>{}</h3><div class=\"meaning\">{}</div><div class=\"grid\" ",
                         escape_html(column.name), escape_html(column.meaning));
     html += grid_header(data, cell);
-    const double span = column.high - column.low;
     for (int layer = 0; layer < data.layers; ++layer) {
       html += fmt::format("<div class=\"axis row\">{}</div>", layer);
       for (int head = 0; head < data.heads; ++head) {
@@ -204,7 +215,7 @@ std::string score_maps_section(const ReportData& data, const ReportContents& con
         const std::string id = fmt::format("L{}H{}", layer, head);
         if (value) {
           html += fmt::format("<a href=\"heads/{0}.html\" title=\"{0}: {1}\" style=\"background:{2}\"></a>", id,
-                              format_number(*value, 3), to_hex(viridis(span > 0 ? (*value - column.low) / span : 0)));
+                              format_number(*value, 3), to_hex(score_colour(column, *value)));
         } else {
           html += fmt::format("<a class=\"missing\" href=\"heads/{0}.html\" title=\"{0}: no value\"></a>", id);
         }
@@ -212,7 +223,7 @@ std::string score_maps_section(const ReportData& data, const ReportContents& con
     }
     html += fmt::format("</div><div class=\"scale\">{}<span class=\"bar\" style=\"background:linear-gradient(to right",
                         format_number(column.low));
-    for (int i = 0; i <= 8; ++i) html += "," + to_hex(viridis(i / 8.0));
+    for (int i = 0; i <= 8; ++i) html += "," + to_hex(score_colour_map(column)(i / 8.0));
     html += fmt::format(")\"></span>{}", format_number(column.high));
     if (column.threshold) html += " · threshold " + format_number(*column.threshold);
     if (contents.plots) html += fmt::format(" · <a href=\"plots/{0}\">PNG</a>", score_plot_name(column.name));
@@ -251,12 +262,14 @@ void write_index_page(const std::filesystem::path& directory, const nlohmann::or
   html += "<nav class=\"sections\"><a href=\"#summary\">Summary</a><a href=\"#map\">Head map</a><a href=\"#layers\">Per layer</a>"
           "<a href=\"#table\">All heads</a><a href=\"#scores\">Score maps</a><a href=\"#viewer\">Attention viewer</a>";
   if (contents.induction_plot) html += "<a href=\"#induction\">Induction</a>";
+  if (data.ablation) html += "<a href=\"#causal\">Causal evidence</a>";
   html += "<a href=\"heads.json\">heads.json</a></nav><main>";
   html += summary_section(document, data);
   html += head_map_section(data, contents);
   html += layers_section(data, contents);
   html += heads_table_section(data);
   html += score_maps_section(data, contents);
+  html += causal_index_section(data, contents);
   html += "<section id=\"viewer\"><h2>Attention viewer</h2><p class=\"note\">Pick an example sequence, a layer and a head. "
           "Lines join each query (left) to the keys it attends (right), darker for larger weights.</p>" +
           viewer_html(data, false) + "</section>\n";

@@ -17,6 +17,7 @@ namespace headscan {
 struct ReportContents {
   bool plots = false;                    // plots/*.png exist
   bool induction_plot = false;           // plots/induction.png exists
+  bool pruning_plot = false;             // plots/pruning.png exists (--ablation)
   std::size_t attention_plots = 0;       // plots/attention/L{l}H{h}_<k>.png for k < this
   ViewerSelection viewer;                // which examples data/*.js holds
 };

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "heads/registry.h"
+#include "reports/report_data.h"
 
 namespace headscan {
 
@@ -82,6 +83,25 @@ Rgb viridis(double t) {
                                          from_hex(0x2C728E), from_hex(0x21918C), from_hex(0x28AE80),
                                          from_hex(0x5EC962), from_hex(0xADDC30), from_hex(0xFDE725)};
   return interpolate(stops, t);
+}
+
+Rgb diverging(double t) {
+  static const std::vector<Rgb> stops = {from_hex(0x2166AC), from_hex(0x4393C3), from_hex(0x92C5DE),
+                                         from_hex(0xD1E5F0), from_hex(0xF7F7F7), from_hex(0xFDDBC7),
+                                         from_hex(0xF4A582), from_hex(0xD6604D), from_hex(0xB2182B)};
+  return interpolate(stops, t);
+}
+
+ColourMap score_colour_map(const ScoreColumn& column) { return column.diverging ? diverging : viridis; }
+
+Rgb score_colour(const ScoreColumn& column, double value) {
+  const double span = column.high - column.low;
+  return score_colour_map(column)(span > 0 ? (value - column.low) / span : 0);
+}
+
+const PruningColours& pruning_colours() {
+  static const PruningColours colours = {from_hex(0x0072B2), from_hex(0xD55E00), from_hex(0xF2BFA0)};
+  return colours;
 }
 
 const std::vector<Rgb>& attention_stops() {

@@ -32,6 +32,25 @@ Rgb text_colour_on(const Rgb& background);
 // Score heatmaps: viridis (perceptually uniform, colour-blind safe), t in [0, 1], clamped.
 Rgb viridis(double t);
 
+// Signed scores (loss changes): blue below the middle, near-white at t = 0.5, red above; ColorBrewer
+// "RdBu" reversed, readable with the common colour-vision deficiencies. t in [0, 1], clamped.
+Rgb diverging(double t);
+
+// The colour of `value` on a score's scale: viridis, or `diverging` for signed scores.
+struct ScoreColumn;
+using ColourMap = Rgb (*)(double);
+ColourMap score_colour_map(const ScoreColumn& column);
+Rgb score_colour(const ScoreColumn& column, double value);
+
+// The pruning curves in plots/pruning.png and in its HTML figure: importance order blue, random
+// order vermillion (Okabe and Ito's colour-blind safe set), each single random order paler.
+struct PruningColours {
+  Rgb importance_order;
+  Rgb random_order;
+  Rgb each_random_order;
+};
+const PruningColours& pruning_colours();
+
 // Attention weights: white (0) to dark blue (1), a sequential ramp that keeps token labels drawn on
 // top of it readable. The same stops drive the JavaScript viewer.
 Rgb attention_colour(double weight);

@@ -29,7 +29,6 @@ void plot_score_heatmap(const ReportData& data, const ScoreColumn& score, const 
     canvas.text(score.meaning, grid.left, 34, meaning);
   }
 
-  const double span = score.high - score.low;
   TextStyle value_text;
   value_text.size = std::clamp(grid.cell * 0.3, 8.0, 13.0);
   value_text.anchor = Anchor::center;
@@ -45,7 +44,7 @@ void plot_score_heatmap(const ReportData& data, const ScoreColumn& score, const 
       canvas.line(x + 2, y + grid.cell - 2, x + grid.cell - 2, y + 2, {0.75, 0.75, 0.75});
       continue;
     }
-    const Rgb fill = viridis(span > 0 ? (*value - score.low) / span : 0);
+    const Rgb fill = score_colour(score, *value);
     canvas.fill_rect(x, y, grid.cell, grid.cell, fill);
     if (grid.cell >= 34) {
       value_text.colour = text_colour_on(fill);
@@ -54,7 +53,7 @@ void plot_score_heatmap(const ReportData& data, const ScoreColumn& score, const 
   }
   const double bar_width = std::min(360.0, width - grid.left - 40);
   const double* marker = score.threshold ? &*score.threshold : nullptr;
-  draw_colour_bar(canvas, grid.left + 10, grid.top + grid.height() + 44, bar_width, 14, score.low, score.high, viridis,
+  draw_colour_bar(canvas, grid.left + 10, grid.top + grid.height() + 44, bar_width, 14, score.low, score.high, score_colour_map(score),
                   "", marker);
   canvas.save(path);
 }

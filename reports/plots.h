@@ -5,6 +5,7 @@
 //   plots/layers.png                   primary label counts, mean distance and entropy per layer
 //   plots/attention/L{l}H{h}_<k>.png   attention of a head on corpus example k, tokens on both axes
 //   plots/induction.png                probe stripes of the heads with the highest induction score
+//   plots/pruning.png                  --ablation: loss against the share of heads removed
 
 #include <filesystem>
 #include <string>
@@ -33,6 +34,20 @@ void plot_attention(const ExampleSequence& example, int layer, int head, const s
 // probes or induction scores.
 bool plot_induction(const ReportData& data, const std::vector<ExampleSequence>& probes,
                     const std::filesystem::path& path);
+
+// Loss against the share of heads removed, in order of importance and in random orders (the mean
+// and each order faintly); false (and nothing written) without --ablation's pruning points.
+bool plot_pruning(const ReportData& data, const std::filesystem::path& path);
+
+// A value axis from `low` to `high` in round steps (1, 2, 2.5 or 5 × 10^k), about `ticks` of them,
+// covering [min, max]; shared by plots/pruning.png and its HTML figure.
+struct ValueAxis {
+  double low = 0;
+  double high = 1;
+  double step = 0.25;
+  int digits = 2;  // decimals that show every tick exactly
+};
+ValueAxis round_value_axis(double min, double max, int ticks);
 
 // The layer × head grid shared by the label map and the score heatmaps: layers are rows (layer 0
 // on top), heads columns.

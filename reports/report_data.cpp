@@ -38,6 +38,40 @@ const std::vector<ScoreDescription>& known_scores() {
   return scores;
 }
 
+// The scores of --ablation (DESIGN.md, "Causal evidence"): not a head type's, so described here.
+enum class ScoreScale {
+  usual,        // [0, 1] for shares, else from min(0, lowest) to the highest
+  zero_to_max,  // from 0 to the highest, whatever its size
+  signed_,      // symmetric about 0, so that the sign reads from the colour
+};
+
+struct CausalScore {
+  const char* name;
+  const char* meaning;
+  ScoreScale scale;
+};
+
+const std::vector<CausalScore>& causal_scores() {
+  static const std::vector<CausalScore> scores = {
+      {"importance", "mean |∂L/∂ξ|, ξ scaling the head's attention: nats per unit of ξ (Michel et al. 2019)",
+       ScoreScale::zero_to_max},
+      {"importance_layer_normalized",
+       "importance divided by the ℓ2 norm of the importances of its layer (Michel et al. 2019, §4.1)", ScoreScale::usual},
+      {"ablation_loss", "mean loss increase (nats) when this head alone is removed; below 0 the loss falls",
+       ScoreScale::signed_},
+      {"ablation_repeat_loss", "loss increase (nats) on repeats 2–4 of the induction probes without this head",
+       ScoreScale::signed_},
+  };
+  return scores;
+}
+
+const CausalScore* causal_score(std::string_view name) {
+  for (const auto& score : causal_scores()) {
+    if (name == score.name) return &score;
+  }
+  return nullptr;
+}
+
 bool is_relation_table(const Json& value) {
   if (!value.is_object() || value.empty()) return false;
   for (const auto& [relation, entry] : value.items()) {
@@ -73,6 +107,17 @@ const Json* best_relation(const Json& table, std::string* name) {
 }  // namespace
 
 std::string HeadInfo::id() const { return fmt::format("L{}H{}", layer, head); }
+
+std::optional<std::size_t> ScoreColumn::rank(std::size_t index) const {
+  if (!values[index]) return std::nullopt;
+  std::size_t above = 0;
+  for (const auto& value : values) above += value && *value > *values[index];
+  return above + 1;
+}
+
+std::size_t ScoreColumn::count() const {
+  return static_cast<std::size_t>(std::count_if(values.begin(), values.end(), [](const auto& value) { return value.has_value(); }));
+}
 
 const ScoreColumn* ReportData::score(std::string_view name) const {
   for (const auto& column : scores) {
@@ -143,6 +188,7 @@ std::string score_meaning(std::string_view name) {
   for (const auto& known : known_scores()) {
     if (name == known.name) return known.meaning;
   }
+  if (const CausalScore* causal = causal_score(name)) return causal->meaning;
   return "";
 }
 
@@ -197,10 +243,15 @@ ReportData read_report_data(const Json& document) {
     }
   }
 
-  // Known scores first, in their fixed order, then the others as they first appear.
+  // Known scores first, in their fixed order, then the causal ones, then the others as they first
+  // appear.
   std::vector<std::string> ordered;
   for (const auto& known : known_scores()) {
     if (std::find(score_order.begin(), score_order.end(), known.name) != score_order.end()) ordered.push_back(known.name);
+  }
+  for (const auto& causal : causal_scores()) {
+    const bool listed = std::find(ordered.begin(), ordered.end(), causal.name) != ordered.end();
+    if (!listed && std::find(score_order.begin(), score_order.end(), causal.name) != score_order.end()) ordered.push_back(causal.name);
   }
   for (const auto& name : score_order) {
     if (std::find(ordered.begin(), ordered.end(), name) == ordered.end()) ordered.push_back(name);
@@ -224,8 +275,19 @@ ReportData read_report_data(const Json& document) {
       }
     }
     if (!any) continue;  // only nulls or values without a number: shown on head pages only
-    // Shares and weights live in [0, 1]; anything else (distances, margins) spans its own range.
-    if (low >= 0 && high <= 1) {
+    // Shares and weights live in [0, 1]; anything else (distances, margins) spans its own range;
+    // importance spans 0 to its largest value, and a loss change is signed.
+    const CausalScore* causal = causal_score(name);
+    const ScoreScale scale = causal ? causal->scale : ScoreScale::usual;
+    if (scale == ScoreScale::signed_) {
+      const double reach = std::max(std::abs(low), std::abs(high));
+      column.high = reach > 0 ? reach : 1;
+      column.low = -column.high;
+      column.diverging = true;
+    } else if (scale == ScoreScale::zero_to_max) {
+      column.low = 0;
+      column.high = high > 0 ? high : 1;
+    } else if (low >= 0 && high <= 1) {
       column.low = 0;
       column.high = 1;
     } else {
@@ -234,6 +296,22 @@ ReportData read_report_data(const Json& document) {
     }
     if (thresholds.is_object()) column.threshold = number_at(thresholds, name.c_str());
     data.scores.push_back(std::move(column));
+  }
+
+  data.ablation = read_ablation(document);
+  for (auto& info : data.head_list) {
+    if (info.entry) info.circuit = read_circuit(*info.entry, data.layers, data.heads);
+  }
+  for (const auto& info : data.head_list) {
+    if (!info.circuit) continue;
+    for (const auto& link : info.circuit->depends_on) {
+      data.head_list[static_cast<std::size_t>(link.layer * data.heads + link.head)].depended_on_by.push_back(
+          {info.layer, info.head, link.drop});
+    }
+  }
+  for (auto& info : data.head_list) {
+    std::stable_sort(info.depended_on_by.begin(), info.depended_on_by.end(),
+                     [](const HeadLink& a, const HeadLink& b) { return a.drop > b.drop; });
   }
   return data;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // heads.json read into the shape the pages and plots draw from. Fields written by later analyses
 // (induction, syntactic, rare_word, …) may be absent or null: a score column exists only when some
-// head has a value for it, and a head without a value shows "—".
+// head has a value for it, and a head without a value shows "—". The causal evidence of
+// --ablation (reports/causal_data.h) is read here too, and is absent without it.
 
 #include <map>
 #include <optional>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "reports/causal_data.h"
 
 namespace headscan {
 
@@ -21,6 +24,8 @@ struct HeadInfo {
   std::vector<std::string> labels;
   const nlohmann::ordered_json* scores = nullptr;  // the head's "scores" object; null when absent
   const nlohmann::ordered_json* entry = nullptr;   // the head's whole entry in "heads"
+  std::optional<Circuit> circuit;                   // induction and duplicate-token heads, with --ablation
+  std::vector<HeadLink> depended_on_by;             // heads whose circuit lists this one, with their drop
 
   std::string id() const;  // "L0H3"
 };
@@ -32,7 +37,12 @@ struct ScoreColumn {
   std::vector<std::optional<double>> values;  // per head, index layer * heads + head
   double low = 0;                             // colour scale
   double high = 1;
+  bool diverging = false;                     // a signed score: low = −high, 0 in the middle of the scale
   std::optional<double> threshold;            // from "thresholds"
+
+  // 1 + the number of heads with a larger value (1 = the largest), or nullopt without a value.
+  std::optional<std::size_t> rank(std::size_t index) const;
+  std::size_t count() const;  // heads with a value
 };
 
 struct ReportData {
@@ -41,6 +51,7 @@ struct ReportData {
   std::vector<HeadInfo> head_list;  // layer-major: index layer * heads + head
   std::vector<ScoreColumn> scores;  // known scores in a fixed order, then unknown ones
   std::map<std::string, double> thresholds;  // heads.json "thresholds"
+  std::optional<AblationSummary> ablation;   // heads.json "ablation" (--ablation)
 
   const HeadInfo& at(int layer, int head) const { return head_list[static_cast<std::size_t>(layer * heads + head)]; }
   const ScoreColumn* score(std::string_view name) const;
@@ -61,7 +72,7 @@ std::string score_text(const nlohmann::ordered_json* value);
 // Number with `digits` decimals; "—" for nullopt.
 std::string format_number(std::optional<double> value, int digits = 2);
 
-// The definition of a known score (DESIGN.md, "Head scores and labels"), or "".
+// The definition of a known score (DESIGN.md, "Head scores and labels" and "Causal evidence"), or "".
 std::string score_meaning(std::string_view name);
 
 }  // namespace headscan

@@ -42,6 +42,7 @@ void add_plot_tasks(std::vector<std::function<void()>>& tasks, const std::filesy
   if (contents.induction_plot) {
     tasks.emplace_back([&data, &probes, plots] { plot_induction(data, probes, plots / "induction.png"); });
   }
+  if (contents.pruning_plot) tasks.emplace_back([&data, plots] { plot_pruning(data, plots / "pruning.png"); });
 }
 
 void check_examples(const std::vector<ExampleSequence>& examples, const ReportData& data, const char* kind) {
@@ -73,6 +74,7 @@ void write_reports(const std::filesystem::path& directory, const nlohmann::order
     contents.plots = options.plots;
     contents.induction_plot = options.plots && !probes.empty() && data.score("induction") != nullptr;
     contents.attention_plots = options.plots ? attention_plots_per_head(data, examples.size()) : 0;
+    contents.pruning_plot = options.plots && data.ablation && data.ablation->loss_range();
     contents.viewer = select_viewer_examples(examples, probes, data.layers, data.heads);
     std::vector<std::function<void()>> tasks;
     if (options.plots) add_plot_tasks(tasks, directory, data, examples, probes, contents);

@@ -68,8 +68,52 @@ ExampleSequence make_example(int layers, int heads, const std::vector<std::strin
 }
 
 double round3(double value) { return std::round(value * 1000) / 1000; }
+double round4(double value) { return std::round(value * 10000) / 10000; }
+
+// The pruning curve: loss rises slowly while unimportant heads go, fast in random orders.
+Json fixture_ablation_summary(int layers, int heads, FixtureText text) {
+  const double base = 3.2104;
+  const int total = layers * heads;
+  Json points = Json::array();
+  for (int step = 0; step <= 10; ++step) {
+    const double fraction = step / 10.0;
+    Json random = Json::array();
+    double sum = 0;
+    for (int order = 0; order < 3; ++order) {
+      const double loss = round4(base + (2.4 + 0.5 * order) * std::pow(fraction, 0.8 + 0.2 * order) + (step % 2) * 0.03 * order);
+      random.push_back(loss);
+      sum += loss;
+    }
+    points.push_back({{"fraction", fraction},
+                      {"removed", static_cast<int>(std::lround(fraction * total))},
+                      {"importance_order", round4(base + 0.05 * fraction + 3.4 * std::pow(fraction, 4))},
+                      {"random_order", round4(sum / 3)},
+                      {"random_orders", random}});
+  }
+  Json summary = {{"sequences", 32}, {"requested_sequences", 32}};
+  if (text == FixtureText::hostile) {
+    summary["objective"] = "masked-lm";
+    summary["mask_token"] = "</script><b>[MASK]</b>";
+    summary["mask_rate"] = 0.15;
+  } else {
+    summary["objective"] = "next-token";
+  }
+  summary["predictions"] = 3968;
+  summary["seed"] = 0;
+  summary["loss"] = base;
+  summary["pruning"] = {{"step", 0.1}, {"random_orders", 3}, {"points", points}};
+  return summary;
+}
 
 }  // namespace
+
+double fixture_importance(int layer, int head) {
+  return round4(0.03 + 0.07 * ((layer * 5 + head * 3) % 7) + 0.004 * head + 0.002 * layer);
+}
+
+double fixture_ablation_loss(int layer, int head) {
+  return round4(0.6 * fixture_importance(layer, head) - 0.05 + 0.01 * ((layer + 2 * head) % 3));
+}
 
 std::vector<std::vector<std::string>> fixture_token_lists(FixtureText text, std::size_t count, std::size_t length) {
   std::vector<std::string> words;
@@ -115,7 +159,8 @@ std::vector<ExampleSequence> fixture_probes(int layers, int heads, std::size_t r
 }
 
 Json fixture_heads_json(int layers, int heads, const std::vector<ExampleSequence>& examples,
-                        const std::vector<ExampleSequence>& probes, FixtureText text, long corpus_tokens) {
+                        const std::vector<ExampleSequence>& probes, FixtureText text, long corpus_tokens,
+                        FixtureAblation ablation) {
   const bool hostile = text == FixtureText::hostile;
   Json document;
   document["headscan_version"] = "0.1.0";
@@ -208,13 +253,42 @@ Json fixture_heads_json(int layers, int heads, const std::vector<ExampleSequence
       if (scores["positional"]["weight"].get<double>() > 0.8) labels.push_back("positional");
       if (first_token >= 0.6) labels.push_back("first-token");
       if (entropy >= 0.8) labels.push_back("broad");
-      list.push_back({{"layer", layer}, {"head", head}, {"kv_group", head}, {"primary", labels.empty() ? "none" : labels.front()},
-                      {"labels", labels}, {"scores", scores}});
+      const bool induction_head = std::find(labels.begin(), labels.end(), "induction") != labels.end();
+      const bool duplicate_head = std::find(labels.begin(), labels.end(), "duplicate-token") != labels.end();
+      Json entry = {{"layer", layer}, {"head", head}, {"kv_group", head}, {"primary", labels.empty() ? "none" : labels.front()},
+                    {"labels", labels}, {"scores", scores}};
+      if (ablation == FixtureAblation::full) {
+        double layer_norm = 0;
+        for (int other = 0; other < heads; ++other) layer_norm += std::pow(fixture_importance(layer, other), 2);
+        entry["scores"]["importance"] = fixture_importance(layer, head);
+        entry["scores"]["importance_layer_normalized"] = round4(fixture_importance(layer, head) / std::sqrt(layer_norm));
+        entry["scores"]["ablation_loss"] = fixture_ablation_loss(layer, head);
+        if (induction_head) entry["scores"]["ablation_repeat_loss"] = round4(0.4 + 0.1 * layer + 0.01 * head);
+        if (induction_head || duplicate_head) {
+          std::vector<std::pair<double, Json>> links;
+          for (int earlier = 0; earlier < layer; ++earlier) {
+            for (int other = 0; other < heads; ++other) {
+              double drop = 0;
+              if (pattern_of(earlier, other) == previous) drop = 0.5 + 0.1 * earlier;
+              if (pattern_of(earlier, other) == first) drop = 0.01 * (1 + earlier + other);
+              if (drop > 0) links.push_back({drop, {{"layer", earlier}, {"head", other}, {"drop", round4(drop)}}});
+            }
+          }
+          std::stable_sort(links.begin(), links.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+          Json depends_on = Json::array();
+          for (std::size_t k = 0; k < links.size() && k < 5; ++k) depends_on.push_back(links[k].second);
+          entry["circuit"] = {{"score", induction_head ? "induction" : "duplicate_token"},
+                              {"baseline", induction_head ? induction_score : duplicate_score},
+                              {"depends_on", depends_on}};
+        }
+      }
+      list.push_back(std::move(entry));
     }
   }
   document["heads"] = list;
   document["warnings"] = hostile ? Json::array({"line 3: <img src=x onerror=alert(1)> & \"quotes\""}) : Json::array();
   document["run"] = {{"seconds", 1.5}, {"tokens_per_second", 8230}, {"threads", 2}};
+  if (ablation == FixtureAblation::full) document["ablation"] = fixture_ablation_summary(layers, heads, text);
   return document;
 }
 

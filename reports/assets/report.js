@@ -87,6 +87,26 @@ document.querySelectorAll('[data-head-id]').forEach(function (cell) {
   cell.addEventListener('mouseout', function () { if (tooltip) tooltip.style.display = 'none'; });
 });
 
+// ---- head map colour switch (heads.json with --ablation's causal scores) -----------------
+// Each cell carries its colours under every setting (data-fill-<name>, data-ink-<name>).
+const mapColourInputs = document.querySelectorAll('input[name="map-colour"]');
+function colourHeadMap(by) {
+  document.querySelectorAll('.headmap .cell').forEach(function (cell) {
+    const fill = cell.getAttribute('data-fill-' + by);
+    if (fill === null) return;
+    cell.style.background = fill;
+    cell.style.color = cell.getAttribute('data-ink-' + by);
+  });
+  document.querySelectorAll('[data-map-legend]').forEach(function (legend) {
+    legend.hidden = legend.getAttribute('data-map-legend') !== by;
+  });
+}
+mapColourInputs.forEach(function (input) {
+  input.addEventListener('change', function () { if (input.checked) colourHeadMap(input.value); });
+  // A browser that restores the form on "back" keeps the choice: show it.
+  if (input.checked && input.value !== 'label') colourHeadMap(input.value);
+});
+
 // ---- sortable tables ----------------------------------------------------------------------
 document.querySelectorAll('table.sortable').forEach(function (table) {
   const headers = table.querySelectorAll('thead th');

@@ -55,6 +55,28 @@ if (location.search.indexOf('selftest') >= 0) {
         const sorted = function (a, sign) { return a.every(function (v, i) { return i === 0 || sign * (v - a[i - 1]) >= 0; }); };
         check('table sorts', sorted(up, 1) && sorted(down, -1), th.textContent);
       }
+      if (mapColourInputs.length) {
+        // Each setting of the switch gives every cell the colour it carries and shows its own legend;
+        // the causal settings change some colour; the last click returns to the labels.
+        const css = function (colour) { const probe = el('span'); probe.style.background = colour; return probe.style.backgroundColor; };
+        const labelColours = Array.prototype.map.call(cells, function (c) { return c.style.backgroundColor; });
+        const results = [];
+        let ok = true, changed = false;
+        Array.prototype.slice.call(mapColourInputs).concat([mapColourInputs[0]]).forEach(function (input) {
+          input.click();
+          const by = input.value;
+          let matching = 0;
+          cells.forEach(function (c, i) {
+            if (c.style.backgroundColor === css(c.getAttribute('data-fill-' + by))) matching++;
+            if (by !== 'label' && c.style.backgroundColor !== labelColours[i]) changed = true;
+          });
+          const shown = Array.prototype.filter.call(document.querySelectorAll('[data-map-legend]'), function (l) { return !l.hidden; })
+            .map(function (l) { return l.getAttribute('data-map-legend'); });
+          results.push(by + ': ' + matching + '/' + cells.length + ' cells, legend ' + shown.join(','));
+          ok = ok && matching === cells.length && shown.length === 1 && shown[0] === by;
+        });
+        check('head map colour switch recolours the cells', ok && changed && mapColourInputs[0].checked, results.join('; '));
+      }
       const cell = cells[cells.length - 1];
       cell.dispatchEvent(new MouseEvent('mouseover', { bubbles: true, clientX: 10, clientY: 10 }));
       const tip = tooltip ? tooltip.textContent : '';
@@ -66,6 +88,12 @@ if (location.search.indexOf('selftest') >= 0) {
         location.pathname.endsWith('/heads/' + config.id + '.html'), location.pathname);
       const canvas = document.querySelector('canvas.probe');
       if (canvas) check('probe stripe drawn', canvas.getAttribute('data-drawn') === '1', '');
+      const causal = document.querySelectorAll('#causal a');
+      if (causal.length) {
+        // "depends on" and "depended on by" link each head by its name to its page.
+        const wrong = Array.prototype.filter.call(causal, function (a) { return a.getAttribute('href') !== a.textContent + '.html'; });
+        check('causal evidence links to head pages', wrong.length === 0, wrong.map(function (a) { return a.getAttribute('href'); }).join(' '));
+      }
     }
     const v = viewers[0];
     if (config.examples === 0) {

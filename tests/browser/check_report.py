@@ -2,7 +2,8 @@
 """Opens headscan reports in headless Chromium from file:// and checks them.
 
 Usage:  check_report.py REPORTS_DIR ARTIFACTS_DIR
-REPORTS_DIR holds the reports written by make_report_fixture (small, hostile, scripts, large).
+REPORTS_DIR holds the reports written by make_report_fixture (small, hostile, scripts, large, and
+with --ablation's causal evidence ablation and hostile_ablation).
 
 The pages carry their own self-test: opened with "?selftest" they drive their DOM (hover a head,
 sort the table, hover tokens in the attention viewer, check images, links, scripts and blocked
@@ -105,7 +106,9 @@ def main():
 
 def check_all(reports, artifacts):
 
-    check_report("small", os.path.join(reports, "small"), artifacts, 2, 4)
+    switch = "head map colour switch recolours the cells"
+    small, _ = check_report("small", os.path.join(reports, "small"), artifacts, 2, 4)
+    expect("small: no colour switch without --ablation", all(c["name"] != switch for c in small["checks"]))
     check_report("large", os.path.join(reports, "large"), artifacts, 12, 12)
     check_report("scripts", os.path.join(reports, "scripts"), artifacts, 2, 3)
 
@@ -114,6 +117,14 @@ def check_all(reports, artifacts):
     expect("hostile: the model name shows as text", index["title"] == "</script><script>alert(1)</script>", index["title"])
     for token in ["<script>alert(1)</script>", "</script>", '"quoted"', "<img src=x onerror=alert(1)>"]:
         expect(f"hostile: token {token} shows as text in the viewer", token in head["tokens"], head["tokens"])
+
+    # --ablation: the head map's colour switch recolours it, and the causal sections link heads.
+    index, head = check_report("ablation", os.path.join(reports, "ablation"), artifacts, 4, 6)
+    expect("ablation: the colour switch was tried", any(c["name"] == switch for c in index["checks"]))
+    expect("ablation: L0H0's causal links were checked",
+           any(c["name"] == "causal evidence links to head pages" for c in head["checks"]))
+    index, _ = check_report("hostile_ablation", os.path.join(reports, "hostile_ablation"), artifacts, 2, 4)
+    expect("hostile_ablation: the colour switch was tried", any(c["name"] == switch for c in index["checks"]))
 
     print(f"{len(failures)} failed" if failures else "all browser checks passed")
     return 1 if failures else 0
