@@ -15,6 +15,7 @@
 // the baseline first runs forward once on two tokens (negligible work); --no-warmup leaves it out.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -45,6 +46,7 @@ struct Options {
   std::int64_t max_length = 0;
   bool probe_forward = false;  // one extra forward over the first sequence, as headscan's probe
   bool warmup = true;          // one forward over two tokens before the batches
+  int passes = 1;              // times the corpus is run; forward time is reported per pass
 };
 
 struct Totals {
@@ -52,6 +54,7 @@ struct Totals {
   std::int64_t sequences = 0;
   std::int64_t tokens = 0;     // real tokens, BOS included
   std::int64_t positions = 0;  // B * T summed over batches, padding included
+  std::vector<double> forward_seconds;  // per pass: time inside the batches' forward calls
 };
 
 // ids [B, T] int64, right-padded with `pad_id` to the longest sequence (analyzer/run/batch_tensors.cpp).
@@ -118,7 +121,9 @@ Totals run(const Options& options) {
     for (const auto& batch : batches) {
       at::Tensor valid;
       const at::Tensor ids = to_ids(batch, pad_id, valid);
+      const auto begin = std::chrono::steady_clock::now();
       const c10::IValue output = forward(ids, valid);
+      totals.forward_seconds.back() += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       ++totals.batches;
       totals.sequences += ids.size(0);
       totals.tokens += valid.sum().item<std::int64_t>();
@@ -126,26 +131,29 @@ Totals run(const Options& options) {
     }
   };
 
-  headscan::Batcher batcher(static_cast<std::size_t>(options.batch_size), takes_mask || causal,
-                            static_cast<std::size_t>(options.batch_size) * 32);
-  headscan::TextCorpusReader reader(options.corpus_path);
-  headscan::CorpusLine line;
   bool probed = !options.probe_forward;
-  while (reader.next(line)) {
-    for (auto& sequence : headscan::make_sequences(tokenizer->encode(line.text), *tokenizer, shape, line.line_number)) {
-      if (!probed) {
-        // analyzer/model/model_shape.cpp: [1, T] with T >= 2, all positions valid.
-        std::vector<std::int64_t> ids = sequence.ids;
-        while (ids.size() < 2) ids.push_back(ids.back());
-        const at::Tensor input = torch::tensor(ids, torch::kInt64).unsqueeze(0);
-        forward(input, torch::ones_like(input, torch::kBool));
-        probed = true;
+  for (int pass = 0; pass < options.passes; ++pass) {
+    totals.forward_seconds.push_back(0.0);
+    headscan::Batcher batcher(static_cast<std::size_t>(options.batch_size), takes_mask || causal,
+                              static_cast<std::size_t>(options.batch_size) * 32);
+    headscan::TextCorpusReader reader(options.corpus_path);
+    headscan::CorpusLine line;
+    while (reader.next(line)) {
+      for (auto& sequence : headscan::make_sequences(tokenizer->encode(line.text), *tokenizer, shape, line.line_number)) {
+        if (!probed) {
+          // analyzer/model/model_shape.cpp: [1, T] with T >= 2, all positions valid.
+          std::vector<std::int64_t> ids = sequence.ids;
+          while (ids.size() < 2) ids.push_back(ids.back());
+          const at::Tensor input = torch::tensor(ids, torch::kInt64).unsqueeze(0);
+          forward(input, torch::ones_like(input, torch::kBool));
+          probed = true;
+        }
+        batcher.add(std::move(sequence));
       }
-      batcher.add(std::move(sequence));
+      run_batches(batcher.take_ready());
     }
-    run_batches(batcher.take_ready());
+    run_batches(batcher.flush());
   }
-  run_batches(batcher.flush());
   return totals;
 }
 
@@ -168,6 +176,8 @@ int main(int argc, char** argv) {
   app.add_flag("--probe-forward", options.probe_forward,
                "also run one forward over the first sequence before the batches, as headscan does to find "
                "the layers and causality");
+  app.add_option("--passes", options.passes, "run the corpus this many times; forward_seconds is the median pass")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   bool no_warmup = false;
   app.add_flag("--no-warmup", no_warmup, "no forward over two tokens before the batches (see the source)");
   CLI11_PARSE(app, argc, argv);
@@ -180,7 +190,10 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &usage);
     fmt::print("bare forward: {} batches, {} sequences, {} tokens ({} positions with padding), threads {}\n",
                totals.batches, totals.sequences, totals.tokens, totals.positions, torch::get_num_threads());
-    fmt::print("wall_seconds {:.3f}\npeak_rss_kib {}\n", seconds, usage.ru_maxrss);
+    std::vector<double> passes = totals.forward_seconds;
+    std::sort(passes.begin(), passes.end());
+    fmt::print("wall_seconds {:.3f}\npeak_rss_kib {}\nforward_seconds {:.3f}\n", seconds, usage.ru_maxrss,
+               passes[passes.size() / 2]);
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "headscan_bench_forward: error: {}\n", e.what());

@@ -37,20 +37,29 @@ std::uint64_t item_seed(std::uint64_t seed, std::size_t index) {
 }
 
 // Per row of logits [R, T, V], the mean cross-entropy (natural log) over the positions whose
-// target [R, T] is not -1: [R] double, differentiable.
+// target [R, T] is not -1: [R] double. With gradients, only the predicting positions are selected
+// first, so that padding's logits enter neither the loss nor its gradient; without, the logits are
+// read in place (no copy of a [R, T, V] tensor) and the other positions are masked out.
 at::Tensor row_losses(const at::Tensor& logits, const at::Tensor& targets) {
   const std::int64_t rows = logits.size(0);
   const std::int64_t length = logits.size(1);
+  const at::Tensor predicting = targets.ge(0);
+  const at::Tensor counts = predicting.sum(1).to(torch::kDouble);
+  if (!logits.requires_grad()) {
+    const at::Tensor wanted = targets.clamp_min(0).unsqueeze(2);
+    const at::Tensor cross_entropy = logits.logsumexp(2).to(torch::kDouble) -
+                                     logits.gather(2, wanted).squeeze(2).to(torch::kDouble);
+    return torch::where(predicting, cross_entropy, torch::zeros_like(cross_entropy)).sum(1) / counts;
+  }
   const at::Tensor flat_targets = targets.reshape({rows * length});
   const at::Tensor positions = flat_targets.ge(0).nonzero().squeeze(1);
-  // Only predicting positions: padding's logits never enter the loss, nor its gradient.
   const at::Tensor chosen = logits.reshape({rows * length, logits.size(2)}).index_select(0, positions).to(torch::kFloat);
   const at::Tensor wanted = flat_targets.index_select(0, positions);
   const at::Tensor cross_entropy = chosen.logsumexp(1) - chosen.gather(1, wanted.unsqueeze(1)).squeeze(1);
   const at::Tensor row_of = positions.div(length, "floor");
   const at::Tensor sums =
       torch::zeros({rows}, torch::kDouble).index_add(0, row_of, cross_entropy.to(torch::kDouble));
-  return sums / targets.ge(0).sum(1).to(torch::kDouble);
+  return sums / counts;
 }
 
 // The items of one batch as model input, each repeated `copies` times (rows c * items + i).

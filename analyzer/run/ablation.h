@@ -53,7 +53,7 @@ std::optional<AblationItem> make_ablation_item(const Sequence& sequence, const A
                                                std::size_t index, std::uint64_t seed);
 
 // What the causal passes found; heads are indexed layer * heads + head.
-struct PruningPoint {
+struct PruningStep {
   double fraction = 0;                 // share of all heads removed
   std::int64_t removed = 0;            // heads removed
   double importance_order = 0;         // mean loss, the least important heads removed first
@@ -83,7 +83,7 @@ struct AblationFindings {
   std::vector<double> importance;    // mean_x |∂L_x/∂ξ_{x,h}|
   double loss = 0;                   // mean_x L_x with nothing removed (the ablation pass)
   std::vector<double> ablation_loss; // mean_x L_x(ξ_h = 0) − L_x(ξ = 1)
-  std::vector<PruningPoint> pruning;
+  std::vector<PruningStep> pruning;
   std::vector<HeadCircuit> circuits;
   // Per head: how much removing it raises the probe loss of repeats 2.. (induction heads only).
   std::vector<std::optional<double>> repeat_loss_increase;

@@ -10,9 +10,9 @@
 namespace headscan {
 namespace {
 
-nlohmann::ordered_json pruning_json(const std::vector<PruningPoint>& points) {
+nlohmann::ordered_json pruning_json(const std::vector<PruningStep>& points) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const PruningPoint& point : points) {
+  for (const PruningStep& point : points) {
     double random_mean = 0;
     for (double loss : point.random_orders) random_mean += loss;
     if (!point.random_orders.empty()) random_mean /= static_cast<double>(point.random_orders.size());

@@ -73,7 +73,7 @@ class PruningPass : public Pass {
     };
     found.pruning.clear();
     for (int step = 0; step <= kPruningSteps; ++step) {
-      PruningPoint point;
+      PruningStep point;
       point.removed = removed[static_cast<std::size_t>(step)];
       point.fraction = heads > 0 ? static_cast<double>(point.removed) / static_cast<double>(heads) : 0.0;
       point.importance_order = loss_at(0, point.removed);
