@@ -1,5 +1,7 @@
 // The importance pass (--ablation): one backward pass per batch of the ablation set gives each
 // head's importance, mean_x |∂L_x/∂ξ_{x,h}| at ξ = 1 (Michel et al. 2019), and each item's loss.
+#include <fmt/format.h>
+
 #include "analyzer/run/pass.h"
 #include "analyzer/run/run_state.h"
 
@@ -12,6 +14,12 @@ class ImportancePass : public Pass {
   std::optional<BatchSource> feeds() const override { return std::nullopt; }
 
   void run(RunState& state) override {
+    if (state.ablation_items.empty()) {
+      state.warnings.push_back(fmt::format(
+          "--ablation: none of the first {} sequence(s) has anything to predict (a token after the first, or a "
+          "non-special token to mask), so every causal number is 0; give a corpus with longer lines",
+          state.options.ablation_sequences));
+    }
     AblationFindings& found = state.ablation;
     AblationRunner(state, /*memory_rows=*/true).gradients(found.importance, found.item_losses);
     const auto items = static_cast<double>(state.ablation_items.size());
