@@ -11,6 +11,7 @@
 #include "analyzer/cli/option_values.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/errors.h"
+#include "analyzer/run/idf_command.h"
 #include "analyzer/run/tokenize_command.h"
 
 namespace {
@@ -107,10 +108,59 @@ int run_tokenize_command(int argc, char** argv) {
   });
 }
 
+// `headscan idf [MODEL.pt] CORPUS -o FILE`: the corpus's document frequencies, for --idf.
+int run_idf_command(int argc, char** argv) {
+  headscan::IdfOptions options;
+  std::vector<std::string> inputs;
+  bool quiet = false;
+  CLI::App app{"Counts the document frequencies of a corpus once, in the format --idf reads (idf.txt of a report), "
+               "with the tokenizer the analysis would use.",
+               "headscan idf"};
+  app.add_option("inputs", inputs, "MODEL.pt (its tokenizer.json and headscan.json) then CORPUS; with --tokenizer, a "
+                                   "single argument is CORPUS")
+      ->required()
+      ->expected(1, 2)
+      ->type_name("[MODEL.pt] CORPUS");
+  app.add_option("-o,--output", options.output_path, "the idf file to write")->required();
+  app.add_flag("--force", options.force, "replace the output file if it exists");
+  app.add_option("--tokenizer", options.tokenizer_path,
+                 "tokenizer.json or SentencePiece .model (instead of the one inside the model)");
+  app.add_option("--max-length", options.max_length,
+                 "tokens per window, BOS included (default: max_length of headscan.json, else 512)")
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
+  app.add_option("--max-sequences", options.max_sequences,
+                 "count the documents of the first N sequences only, as a run with --max-sequences N does (0: all)")
+      ->check(at_least(0))->capture_default_str();
+  app.add_flag("-q,--quiet", quiet, "no summary on standard error");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "headscan idf: error: {}\nRun with --help for more information.\n", e.what());
+    return kExitBadInput;
+  }
+  if (inputs.size() == 1 && options.tokenizer_path.empty()) {
+    fmt::print(stderr, "headscan idf: error: give MODEL.pt and CORPUS, or --tokenizer FILE and CORPUS\n");
+    return kExitBadInput;
+  }
+  if (inputs.size() == 2) options.model_path = inputs[0];
+  options.corpus_path = inputs.back();
+  return run_with_exit_codes([&] {
+    const headscan::IdfSummary summary = headscan::run_idf(options);
+    if (!quiet) {
+      fmt::print(stderr, "tokenizer: {}; {} documents; wrote {}\n", summary.tokenizer, summary.documents,
+                 options.output_path);
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "tokenize") return run_tokenize_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "idf") return run_idf_command(argc - 1, argv + 1);
 
   headscan::AnalysisOptions options;
   std::vector<std::string> thresholds;
@@ -118,8 +168,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"headscan: label the attention heads of a TorchScript transformer by what they do"};
   app.set_version_flag("--version", std::string("headscan ") + HEADSCAN_VERSION);
-  app.footer("Subcommand: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
-             "the analysis uses (headscan tokenize --help).");
+  app.footer("Subcommands: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
+             "the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
+             "document frequencies once, for --idf (headscan idf --help).");
   app.add_option("model", options.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
   app.add_option("corpus", options.corpus_path,
                  "text corpus, one document per line, or a CoNLL-U file (.conllu), one sentence per document")

@@ -21,15 +21,7 @@ class DocumentFrequencyPass : public Pass {
           std::make_unique<DocumentFrequencies>(DocumentFrequencies::load(options.idf_path, *state.text.tokenizer));
     } else {
       state.corpus_summary.idf_source = "corpus";
-      state.frequencies = std::make_unique<DocumentFrequencies>(state.text.tokenizer->vocab_size());
-      DocumentReader documents(options.corpus_path, "none");
-      std::vector<Sequence> sequences;
-      std::int64_t counted = 0;
-      while ((options.max_sequences == 0 || counted < options.max_sequences) &&
-             state.read_document(documents, sequences, state.frequencies.get(),
-                                 options.max_sequences > 0 ? options.max_sequences - counted : 0)) {
-        counted += static_cast<std::int64_t>(sequences.size());
-      }
+      state.frequencies = state.count_frequencies(options.corpus_path, options.max_sequences);
     }
     state.corpus_summary.idf_documents = state.frequencies->documents();
     state.idf_table = torch::tensor(state.frequencies->idf_table(), torch::kFloat);

@@ -86,6 +86,19 @@ std::vector<std::vector<Sequence>> RunState::probe_batches() const {
   return batcher.flush();
 }
 
+std::unique_ptr<DocumentFrequencies> RunState::count_frequencies(const std::string& path,
+                                                                std::int64_t max_sequences) const {
+  auto frequencies = std::make_unique<DocumentFrequencies>(text.tokenizer->vocab_size());
+  DocumentReader documents(path, "none");
+  std::vector<Sequence> sequences;
+  std::int64_t counted = 0;
+  while ((max_sequences == 0 || counted < max_sequences) &&
+         read_document(documents, sequences, frequencies.get(), max_sequences > 0 ? max_sequences - counted : 0)) {
+    counted += static_cast<std::int64_t>(sequences.size());
+  }
+  return frequencies;
+}
+
 bool RunState::pads() const { return model->takes_attention_mask() || shape.causal; }
 
 ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,

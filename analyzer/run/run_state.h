@@ -75,6 +75,10 @@ struct RunState {
   bool read_document(DocumentReader& documents, std::vector<Sequence>& sequences,
                      DocumentFrequencies* counted, std::int64_t max_windows = 0) const;
 
+  // Document frequencies of the corpus at `path`, as the idf pass counts them: every document
+  // (line or sentence), or those of the first `max_sequences` sequences when it is not 0.
+  std::unique_ptr<DocumentFrequencies> count_frequencies(const std::string& path, std::int64_t max_sequences) const;
+
   // Whether batches may be right-padded: the model takes a mask, or is causal (no real query sees
   // the padding after it).
   bool pads() const;
