@@ -137,3 +137,53 @@ TEST_CASE("TextCorpusReader rejects what is not a text corpus", "[corpus][errors
   }
   SECTION("a directory") { CHECK_THROWS_WITH(TextCorpusReader(dir.path().string()), Catch::Contains("directory")); }
 }
+
+TEST_CASE("JSON Lines corpora: one object per line, the document in a string field", "[corpus][jsonl]") {
+  TempDir dir;
+  const std::string path = dir.write(
+      "corpus.jsonl",
+      "{\"id\": 1, \"text\": \"first document\", \"meta\": {\"source\": [1, 2]}}\n"
+      "\n"
+      "{\"text\": \"\"}\n"
+      "{\"text\": \"two\\nlines \\u00e9\", \"body\": \"other\"}\r\n");
+  CHECK(headscan::is_jsonl_path(path));
+  CHECK(headscan::is_jsonl_path("data/C4.JSONL"));
+  CHECK_FALSE(headscan::is_jsonl_path("corpus.json"));
+  TextCorpusReader reader(path, std::string("text"));
+  using Lines = std::vector<std::pair<std::size_t, std::string>>;
+  // Empty lines and empty documents are skipped; line numbers are the file's.
+  CHECK(read_all(reader) == Lines{{1, "first document"}, {4, "two\nlines \xC3\xA9"}});
+  CHECK(reader.documents_read() == 2);
+  CHECK(reader.lines_read() == 4);
+
+  TextCorpusReader other_field(path, std::string("body"));
+  CorpusLine line;
+  CHECK_THROWS_WITH(other_field.next(line), Catch::Contains(path + ":1: expected JSON Lines") &&
+                                                Catch::Contains("found an object without it") &&
+                                                Catch::Contains("--text-field"));
+}
+
+TEST_CASE("JSON Lines lines that are not an object with the string field are refused with their line", "[corpus][jsonl]") {
+  TempDir dir;
+  struct Case {
+    std::string line;
+    std::string found;
+  };
+  for (const Case& bad : {Case{"not json at all", "a line that is not JSON"},
+                          Case{"[\"text\", \"a list\"]", "a JSON value that is not an object"},
+                          Case{"{\"text\": 5}", "an object whose field is not a string"},
+                          Case{"{\"text\": null}", "an object whose field is not a string"},
+                          Case{"{\"txt\": \"typo\"}", "an object without it"},
+                          Case{"{\"text\": \"\\ud800\"}", "a line that is not JSON"},
+                          Case{std::string(1000, '[') + std::string(1000, ']'), "nested at most 512 deep"}}) {
+    INFO(bad.line.substr(0, 40));
+    const std::string path = dir.write("bad.jsonl", "{\"text\": \"fine\"}\n" + bad.line + "\n");
+    TextCorpusReader reader(path, std::string("text"));
+    CorpusLine line;
+    REQUIRE(reader.next(line));
+    CHECK_THROWS_AS(reader.next(line), InputError);
+    TextCorpusReader again(path, std::string("text"));
+    again.next(line);
+    CHECK_THROWS_WITH(again.next(line), Catch::Contains(path + ":2") && Catch::Contains(bad.found));
+  }
+}

@@ -131,6 +131,8 @@ int run_idf_command(int argc, char** argv) {
   app.add_option("--max-sequences", options.max_sequences,
                  "count the documents of the first N sequences only, as a run with --max-sequences N does (0: all)")
       ->check(at_least(0))->capture_default_str();
+  app.add_option("--text-field", options.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
+      ->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "no summary on standard error");
   try {
     app.parse(argc, argv);
@@ -173,8 +175,11 @@ int main(int argc, char** argv) {
              "document frequencies once, for --idf (headscan idf --help).");
   app.add_option("model", options.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
   app.add_option("corpus", options.corpus_path,
-                 "text corpus, one document per line, or a CoNLL-U file (.conllu), one sentence per document")
+                 "text corpus, one document per line; a JSON Lines file (.jsonl), one object per document; or a "
+                 "CoNLL-U file (.conllu), one sentence per document")
       ->required();
+  app.add_option("--text-field", options.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
+      ->capture_default_str();
   app.add_option("-o,--output", options.output_dir, "report directory to create")->capture_default_str();
   app.add_flag("--force", options.force, "replace the output directory if it exists and is not empty");
   app.add_option("--tokenizer", options.tokenizer_path,

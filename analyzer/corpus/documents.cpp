@@ -47,7 +47,7 @@ constexpr std::size_t kParsedAhead = 64;
 
 class DocumentReader::TextSource : public DocumentReader::Source {
  public:
-  explicit TextSource(const std::string& path) : reader_(path) {}
+  TextSource(const std::string& path, std::optional<std::string> json_field) : reader_(path, std::move(json_field)) {}
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
 
   bool next(Document& document, DocumentCounts& counts) override {
@@ -95,7 +95,8 @@ class DocumentReader::ConlluSource : public DocumentReader::Source {
 // Reads and parses lines on a thread of its own, at most kParsedAhead documents ahead.
 class DocumentReader::ParsingSource : public DocumentReader::Source {
  public:
-  explicit ParsingSource(const std::string& path) : reader_(path), parser_(std::make_unique<LinkGrammarParser>()) {
+  ParsingSource(const std::string& path, std::optional<std::string> json_field)
+      : reader_(path, std::move(json_field)), parser_(std::make_unique<LinkGrammarParser>()) {
     worker_ = std::thread([this] { produce(); });
   }
 
@@ -181,7 +182,8 @@ bool is_conllu_path(const std::string& path) {
   return extension == ".conllu";
 }
 
-DocumentReader::DocumentReader(const std::string& path, const std::string& parser) : path_(path) {
+DocumentReader::DocumentReader(const std::string& path, const std::string& parser, const std::string& text_field)
+    : path_(path) {
   if (parser != "link-grammar" && parser != "none") {
     throw InputError(fmt::format("--parser {}: unknown parser; use link-grammar (plain English text) or none", parser));
   }
@@ -191,13 +193,20 @@ DocumentReader::DocumentReader(const std::string& path, const std::string& parse
     source_ = std::move(source);
     format_ = "conllu";
     parser_ = parser != "none" ? "conllu" : "none";
-  } else if (parser == "link-grammar") {
-    auto source = std::make_unique<ParsingSource>(path);
+    return;
+  }
+  std::optional<std::string> json_field;
+  if (is_jsonl_path(path)) {
+    json_field = text_field;
+    format_ = "jsonl";
+  }
+  if (parser == "link-grammar") {
+    auto source = std::make_unique<ParsingSource>(path, json_field);
     total_bytes_ = source->total_bytes();
     source_ = std::move(source);
     parser_ = "link-grammar";
   } else {
-    auto source = std::make_unique<TextSource>(path);
+    auto source = std::make_unique<TextSource>(path, json_field);
     total_bytes_ = source->total_bytes();
     source_ = std::move(source);
   }

@@ -1,7 +1,8 @@
 #pragma once
 // The corpus as documents, each with its dependency parse when there is one: a ".conllu" file is
-// read as CoNLL-U (one sentence = one document, its trees as given); any other file as text, one
-// line = one document, parsed by link-grammar unless the parser is "none" (DESIGN.md, "Syntactic
+// read as CoNLL-U (one sentence = one document, its trees as given); a ".jsonl" file as JSON Lines
+// (one object = one document); any other file as text, one line = one document. Text and JSON
+// Lines documents are parsed by link-grammar unless the parser is "none" (DESIGN.md, "Syntactic
 // heads"). Parsing runs on a thread of its own, a bounded queue ahead of the model.
 
 #include <cstddef>
@@ -32,9 +33,10 @@ struct DocumentCounts {
 
 class DocumentReader {
  public:
-  // `parser`: "link-grammar" or "none"; CoNLL-U trees are used unless it is "none".
+  // `parser`: "link-grammar" or "none"; CoNLL-U trees are used unless it is "none". A ".jsonl"
+  // file is JSON Lines: one object per line, the document in its string field `text_field`.
   // Throws InputError for an unreadable corpus, an unknown parser, or a missing dictionary.
-  DocumentReader(const std::string& path, const std::string& parser);
+  DocumentReader(const std::string& path, const std::string& parser, const std::string& text_field = "text");
   ~DocumentReader();
   DocumentReader(const DocumentReader&) = delete;
   DocumentReader& operator=(const DocumentReader&) = delete;
@@ -43,7 +45,7 @@ class DocumentReader {
   bool next(Document& document);
 
   const std::string& path() const { return path_; }
-  const char* format() const { return format_; }  // "text" or "conllu"
+  const char* format() const { return format_; }  // "text", "jsonl" or "conllu"
   const char* parser() const { return parser_; }  // "link-grammar", "conllu" or "none"
   const DocumentCounts& counts() const { return counts_; }
   std::uint64_t total_bytes() const { return total_bytes_; }

@@ -1,12 +1,18 @@
 #include "analyzer/corpus/text_lines.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string_view>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "analyzer/errors.h"
+#include "analyzer/json_limits.h"
 #include "analyzer/tokenizers/unicode.h"
 
 namespace headscan {
@@ -16,6 +22,7 @@ constexpr std::size_t kSniffBytes = 64 * 1024;
 constexpr double kMaxInvalidShare = 0.30;  // more invalid UTF-8 than this in the sample: binary
 constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 constexpr const char* kExpected = "expected a UTF-8 text corpus (one document per line)";
+constexpr const char* kExpectedJsonLines = "expected a UTF-8 JSON Lines corpus (one object per line)";
 
 bool starts_with_utf16_byte_order_mark(std::string_view sample) {
   return sample.substr(0, 2) == "\xFF\xFE" || sample.substr(0, 2) == "\xFE\xFF";
@@ -129,16 +136,44 @@ bool TextLineReader::next(std::string& line) {
   return true;
 }
 
-TextCorpusReader::TextCorpusReader(const std::string& path) : lines_(path, kExpected, "text file") {}
+TextCorpusReader::TextCorpusReader(const std::string& path, std::optional<std::string> json_field)
+    : lines_(path, json_field ? kExpectedJsonLines : kExpected, "text file"), json_field_(std::move(json_field)) {}
 
 bool TextCorpusReader::next(CorpusLine& line) {
   while (lines_.next(line.text)) {
     if (line.text.empty()) continue;
     line.line_number = lines_.lines_read();
+    if (json_field_ && !document_of_json_line(line)) continue;
     ++documents_read_;
     return true;
   }
   return false;
+}
+
+bool TextCorpusReader::document_of_json_line(CorpusLine& line) const {
+  const std::string where = fmt::format("{}:{}", path(), line.line_number);
+  check_json_depth(line.text, where);
+  const nlohmann::json object = nlohmann::json::parse(line.text, nullptr, /*allow_exceptions=*/false);
+  const char* found = object.is_discarded() ? "a line that is not JSON"
+                      : !object.is_object() ? "a JSON value that is not an object"
+                      : !object.contains(*json_field_) ? "an object without it"
+                      : !object.at(*json_field_).is_string() ? "an object whose field is not a string"
+                                                               : nullptr;
+  if (found != nullptr) {
+    throw InputError(fmt::format("{}: expected JSON Lines, one object per line with the document in its string field "
+                                 "\"{}\", found {} ({}); fix the line, or name the field with --text-field",
+                                 where, *json_field_, found, quote_json(object.is_discarded() ? nlohmann::json(line.text.substr(0, 60)) : object)));
+  }
+  // Valid UTF-8: the line was repaired before parsing, and the parser refuses lone surrogates.
+  line.text = object.at(*json_field_).get<std::string>();
+  return !line.text.empty();
+}
+
+bool is_jsonl_path(const std::string& path) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return extension == ".jsonl";
 }
 
 }  // namespace headscan

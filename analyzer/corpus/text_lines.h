@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <string>
 
 namespace headscan {
@@ -47,10 +48,14 @@ class TextLineReader {
 class TextCorpusReader {
  public:
   // Opens the corpus. Throws InputError if it is missing, unreadable, a directory, or binary
-  // (NUL bytes or mostly invalid UTF-8 in its first 64 KiB).
-  explicit TextCorpusReader(const std::string& path);
+  // (NUL bytes or mostly invalid UTF-8 in its first 64 KiB). With `json_field` the file is JSON
+  // Lines: each non-empty line is an object whose string field `json_field` is the document.
+  explicit TextCorpusReader(const std::string& path, std::optional<std::string> json_field = std::nullopt);
 
-  // Reads the next non-empty line (TextLineReader's rules). Returns false at the end of the file.
+  // Reads the next non-empty document (TextLineReader's rules): a line, or a JSON Lines object's
+  // field (which may hold line breaks; an empty string is skipped like an empty line). Returns false
+  // at the end of the file. Throws InputError, naming the line, for a JSON Lines line that is not
+  // an object with that string field.
   bool next(CorpusLine& line);
 
   const TextLineReader& lines() const { return lines_; }
@@ -63,9 +68,16 @@ class TextCorpusReader {
   std::uint64_t total_bytes() const { return lines_.total_bytes(); }
 
  private:
+  // Replaces a JSON Lines line by its document; false when the document is empty.
+  bool document_of_json_line(CorpusLine& line) const;
+
   TextLineReader lines_;
+  std::optional<std::string> json_field_;
   std::size_t documents_read_ = 0;
 };
+
+// Whether `path` names a JSON Lines corpus (its extension is ".jsonl", any case).
+bool is_jsonl_path(const std::string& path);
 
 // Replaces each maximal invalid UTF-8 subpart of `text` by U+FFFD; returns how many it replaced.
 std::size_t repair_utf8(std::string& text);

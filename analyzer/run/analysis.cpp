@@ -39,7 +39,8 @@ void load_model_and_text(RunState& state) {
 
 // Opens the corpus and reads its first document, on which the model's shape is detected.
 void open_corpus(RunState& state) {
-  state.reader = std::make_unique<DocumentReader>(state.options.corpus_path, state.options.parser);
+  state.reader =
+      std::make_unique<DocumentReader>(state.options.corpus_path, state.options.parser, state.options.text_field);
   const DocumentReader& reader = *state.reader;
   if (!state.read_document(*state.reader, state.first_sequences, nullptr, state.options.max_sequences)) {
     throw InputError(fmt::format("{}: the corpus is empty: no {} gives any token ({} lines read); give a "

@@ -17,6 +17,7 @@ struct AnalysisOptions {
   std::string tokenizer_path;             // overrides the tokenizer.json inside the model
   std::string idf_path;                   // document frequencies of a reference corpus (--idf)
   std::string parser = "link-grammar";    // dependency parser for plain text: "link-grammar" or "none"
+  std::string text_field = "text";        // the document's field in a JSON Lines (.jsonl) corpus
   bool force = false;                     // replace a non-empty output directory
   int threads = 0;                        // 0: LibTorch's default
   std::int64_t batch_size = 8;            // sequences per forward call

@@ -45,6 +45,7 @@ IdfSummary run_idf(const IdfOptions& options) {
   AnalysisOptions analysis;
   analysis.model_path = options.model_path;
   analysis.corpus_path = options.corpus_path;
+  analysis.text_field = options.text_field;
   RunState state(analysis);
   ModelArchiveExtras extras;
   ModelMetadata metadata;

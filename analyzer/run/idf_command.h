@@ -11,7 +11,8 @@ namespace headscan {
 struct IdfOptions {
   std::string model_path;      // MODEL.pt: its tokenizer.json (and headscan.json)
   std::string tokenizer_path;  // tokenizer.json or .model; overrides the model's tokenizer
-  std::string corpus_path;     // text (one document per line) or .conllu (one per sentence)
+  std::string corpus_path;     // text (one document per line), .jsonl or .conllu (one per sentence)
+  std::string text_field = "text";  // the document's field in a JSON Lines corpus
   std::string output_path;     // the idf file to write
   std::int64_t max_length = 0; // tokens per window, BOS included; 0: headscan.json's, else 512
   std::int64_t max_sequences = 0;  // count only the documents of the first N sequences (0: all)

@@ -89,7 +89,7 @@ std::vector<std::vector<Sequence>> RunState::probe_batches() const {
 std::unique_ptr<DocumentFrequencies> RunState::count_frequencies(const std::string& path,
                                                                 std::int64_t max_sequences) const {
   auto frequencies = std::make_unique<DocumentFrequencies>(text.tokenizer->vocab_size());
-  DocumentReader documents(path, "none");
+  DocumentReader documents(path, "none", options.text_field);
   std::vector<Sequence> sequences;
   std::int64_t counted = 0;
   while ((max_sequences == 0 || counted < max_sequences) &&
