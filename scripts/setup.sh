@@ -13,6 +13,7 @@ packages=(
   libfmt-dev                                # message formatting
   libcli11-dev                              # command-line options
   libzip-dev                                # checks a model archive's zip before LibTorch reads it
+  libarchive-dev                            # reads gzip, zstd and xz compressed corpora
   libpcre2-dev                              # Unicode regexes of tokenizer pre-tokenizers
   libutf8proc-dev                           # tokenizer normalizers: NFC/NFKC…, lowercase, categories
   libsentencepiece-dev                      # SentencePiece .model tokenizers (exact spm_encode ids)

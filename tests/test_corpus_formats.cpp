@@ -1,6 +1,10 @@
-// Corpora as large datasets ship them: JSON Lines gives the analysis exactly the documents the same
-// text as plain lines gives.
+// Corpora as large datasets ship them: JSON Lines, and gzip, zstd or xz compression, give the
+// analysis exactly the documents the same plain file gives.
+#include <archive.h>
+#include <archive_entry.h>
+
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -12,6 +16,80 @@ using headscan::testing::fixture;
 using headscan::testing::read_json;
 using headscan::testing::run_headscan;
 using headscan::testing::TempDir;
+
+namespace {
+
+std::string contents(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `data` compressed with libarchive's `filter` (ARCHIVE_FILTER_GZIP, _ZSTD, _XZ), as a file holds it.
+std::string compressed(const std::string& data, int filter) {
+  archive* writer = archive_write_new();
+  REQUIRE(archive_write_add_filter(writer, filter) == ARCHIVE_OK);
+  REQUIRE(archive_write_set_format_raw(writer) == ARCHIVE_OK);
+  std::string out(data.size() + (1 << 16), '\0');
+  std::size_t used = 0;
+  REQUIRE(archive_write_open_memory(writer, out.data(), out.size(), &used) == ARCHIVE_OK);
+  archive_entry* entry = archive_entry_new();
+  archive_entry_set_filetype(entry, AE_IFREG);
+  archive_entry_set_size(entry, static_cast<la_int64_t>(data.size()));
+  REQUIRE(archive_write_header(writer, entry) == ARCHIVE_OK);
+  REQUIRE(archive_write_data(writer, data.data(), data.size()) == static_cast<la_ssize_t>(data.size()));
+  REQUIRE(archive_write_close(writer) == ARCHIVE_OK);
+  archive_entry_free(entry);
+  archive_write_free(writer);
+  out.resize(used);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("compressed corpora are read as the files they hold", "[corpus][compressed][e2e]") {
+  TempDir dir;
+  const std::vector<std::string> common{"--parser", "none", "--no-html", "--no-plots", "-q"};
+  auto analyse = [&](const std::string& model, const std::string& corpus, const std::string& name) {
+    std::vector<std::string> args{fixture(model), corpus, "-o", (dir / name).string()};
+    args.insert(args.end(), common.begin(), common.end());
+    const auto result = run_headscan(args);
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    return read_json(dir / name / "heads.json");
+  };
+  struct Format {
+    const char* extension;
+    int filter;
+  };
+  for (const auto& [model, corpus] : {std::pair<std::string, std::string>{"rare_word.pt", "rare_word_corpus.txt"},
+                                      std::pair<std::string, std::string>{"syntax.pt", "syntax_gold.conllu"}}) {
+    const auto plain = analyse(model, fixture(corpus), "plain-" + corpus);
+    for (const Format& format :
+         {Format{".gz", ARCHIVE_FILTER_GZIP}, Format{".zst", ARCHIVE_FILTER_ZSTD}, Format{".xz", ARCHIVE_FILTER_XZ}}) {
+      INFO(corpus << format.extension);
+      const std::string path = dir.write(corpus + format.extension, compressed(contents(fixture(corpus)), format.filter));
+      const auto report = analyse(model, path, "report-" + corpus + format.extension);
+      CHECK(report["heads"] == plain["heads"]);
+      CHECK(report["corpus"]["format"] == plain["corpus"]["format"]);
+      for (const char* count : {"lines", "documents", "sequences", "tokens", "sentences"}) {
+        CHECK(report["corpus"][count] == plain["corpus"][count]);
+      }
+    }
+  }
+  // Damaged data: cut short, or only the first bytes of gzip.
+  const std::string whole = compressed(contents(fixture("rare_word_corpus.txt")), ARCHIVE_FILTER_GZIP);
+  const std::string cut = dir.write("cut.txt.gz", whole.substr(0, whole.size() / 2));
+  const auto cut_run = run_headscan({fixture("rare_word.pt"), cut, "-o", (dir / "cut").string(), "-q"});
+  CHECK(cut_run.exit_code == 2);
+  CHECK(cut_run.err.find("gzip") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "cut"));
+  const std::string fake = dir.write("fake.txt.gz", std::string("\x1F\x8B") + "w3 w4 w5\n");
+  const auto fake_run = run_headscan({fixture("rare_word.pt"), fake, "-o", (dir / "fake").string(), "-q"});
+  CHECK(fake_run.exit_code == 2);
+  CHECK(fake_run.err.find("its first bytes are those of gzip data, but it is not gzip") != std::string::npos);
+}
 
 TEST_CASE("a JSON Lines corpus is analysed as the same lines of plain text", "[corpus][jsonl][e2e]") {
   TempDir dir;

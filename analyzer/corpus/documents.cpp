@@ -175,12 +175,7 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
   std::thread worker_;
 };
 
-bool is_conllu_path(const std::string& path) {
-  std::string extension = std::filesystem::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return extension == ".conllu";
-}
+bool is_conllu_path(const std::string& path) { return corpus_extension(path) == ".conllu"; }
 
 DocumentReader::DocumentReader(const std::string& path, const std::string& parser, const std::string& text_field)
     : path_(path) {

@@ -64,7 +64,7 @@ class DocumentReader {
   const char* parser_ = "none";
 };
 
-// Whether `path` names a CoNLL-U corpus (its extension is ".conllu", any case).
+// Whether `path` names a CoNLL-U corpus (".conllu", any case, maybe compressed: ".conllu.gz").
 bool is_conllu_path(const std::string& path);
 
 }  // namespace headscan

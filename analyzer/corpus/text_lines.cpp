@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -54,6 +57,75 @@ void reject_binary(const std::string& path, const std::string& expected, std::st
   }
 }
 
+// The compression a file's first bytes announce, or "none".
+const char* compression_of(std::string_view start) {
+  if (start.substr(0, 2) == "\x1F\x8B") return "gzip";
+  if (start.substr(0, 4) == "\x28\xB5\x2F\xFD") return "zstd";
+  if (start.substr(0, 6) == std::string_view("\xFD" "7zXZ\0", 6)) return "xz";
+  return "none";
+}
+
+// The decompressed bytes of a gzip, zstd or xz file, through libarchive's raw format. A damaged
+// stream ends the input early; error() then says why.
+class DecompressingBuffer : public std::streambuf {
+ public:
+  DecompressingBuffer(const std::string& path, const std::string& expected, std::string_view compression)
+      : archive_(archive_read_new()) {
+    if (archive_ == nullptr) throw std::bad_alloc();
+    archive_read_support_filter_gzip(archive_);
+    archive_read_support_filter_zstd(archive_);
+    archive_read_support_filter_xz(archive_);
+    archive_read_support_format_raw(archive_);
+    archive_entry* entry = nullptr;
+    if (archive_read_open_filename(archive_, path.c_str(), kBlockBytes) != ARCHIVE_OK ||
+        archive_read_next_header(archive_, &entry) != ARCHIVE_OK) {
+      const std::string why = archive_error_string(archive_) != nullptr ? archive_error_string(archive_) : "unknown";
+      archive_read_free(archive_);
+      throw InputError(fmt::format("{}: {}, compressed, but it cannot be decompressed ({}); check the file", path,
+                                   expected, why));
+    }
+    // A file that only starts like a compressed one is read by the raw format as it is: refuse it.
+    const int filter = archive_filter_code(archive_, 0);
+    const int wanted = compression == "gzip" ? ARCHIVE_FILTER_GZIP
+                       : compression == "zstd" ? ARCHIVE_FILTER_ZSTD
+                                               : ARCHIVE_FILTER_XZ;
+    if (filter != wanted) {
+      archive_read_free(archive_);
+      throw InputError(fmt::format("{}: {}; its first bytes are those of {} data, but it is not {} (damaged, or not "
+                                   "compressed); check the file",
+                                   path, expected, compression, compression));
+    }
+  }
+  ~DecompressingBuffer() override { archive_read_free(archive_); }
+  DecompressingBuffer(const DecompressingBuffer&) = delete;
+  DecompressingBuffer& operator=(const DecompressingBuffer&) = delete;
+
+  const std::string& error() const { return error_; }
+  std::uint64_t compressed_bytes_read() const {
+    return static_cast<std::uint64_t>(std::max<la_int64_t>(0, archive_filter_bytes(archive_, -1)));
+  }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (!error_.empty()) return traits_type::eof();
+    const la_ssize_t count = archive_read_data(archive_, data_.data(), data_.size());
+    if (count < 0) {
+      error_ = archive_error_string(archive_) != nullptr ? archive_error_string(archive_) : "unknown error";
+      return traits_type::eof();
+    }
+    if (count == 0) return traits_type::eof();
+    setg(data_.data(), data_.data(), data_.data() + count);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  static constexpr std::size_t kBlockBytes = 1 << 16;
+  archive* archive_;
+  std::vector<char> data_ = std::vector<char>(1 << 18);
+  std::string error_;
+};
+
 }  // namespace
 
 std::size_t repair_utf8(std::string& text) {
@@ -93,30 +165,59 @@ TextLineReader::TextLineReader(const std::string& path, const std::string& expec
     throw InputError(path + ": " + expected + ", found a directory; give a " + kind + " inside it");
   }
   reject_pipe_or_device(path, expected);
-  in_.open(path, std::ios::binary);
-  if (!in_) {
-    throw InputError(path + ": " + expected + ", found it cannot be opened (" + std::strerror(errno) +
-                     "); check its permissions");
+  expected_ = expected;
+  {
+    std::ifstream start(path, std::ios::binary);
+    if (!start) {
+      throw InputError(path + ": " + expected + ", found it cannot be opened (" + std::strerror(errno) +
+                       "); check its permissions");
+    }
+    std::string magic(6, '\0');
+    start.read(magic.data(), static_cast<std::streamsize>(magic.size()));
+    magic.resize(static_cast<std::size_t>(start.gcount()));
+    compression_ = compression_of(magic);
   }
   total_bytes_ = fs::is_regular_file(status) ? fs::file_size(path, error) : 0;
   if (error) total_bytes_ = 0;
-
+  open();
   std::string sample(kSniffBytes, '\0');
   in_.read(sample.data(), static_cast<std::streamsize>(sample.size()));
   sample.resize(static_cast<std::size_t>(in_.gcount()));
   const bool more_follows = sample.size() == kSniffBytes && in_.peek() != std::char_traits<char>::eof();
   reject_binary(path, expected, sample, more_follows);
+  open();
+}
 
-  in_.clear();
-  in_.seekg(0);
-  if (!in_) {
-    throw InputError(path + ": " + expected + ", found a pipe or device that cannot be read twice; " +
-                     "write it to a file first");
+void TextLineReader::open() {
+  in_.rdbuf(nullptr);
+  if (std::string_view(compression_) != "none") {
+    buffer_ = std::make_unique<DecompressingBuffer>(path_, expected_, compression_);
+  } else {
+    auto file = std::make_unique<std::filebuf>();
+    if (file->open(path_, std::ios::in | std::ios::binary) == nullptr) {
+      throw InputError(path_ + ": " + expected_ + ", found it cannot be opened (" + std::strerror(errno) +
+                       "); check its permissions");
+    }
+    buffer_ = std::move(file);
   }
+  in_.rdbuf(buffer_.get());
+  in_.clear();
+}
+
+std::uint64_t TextLineReader::bytes_read() const {
+  if (const auto* decompressing = dynamic_cast<const DecompressingBuffer*>(buffer_.get())) {
+    return decompressing->compressed_bytes_read();
+  }
+  return bytes_read_;
 }
 
 bool TextLineReader::next(std::string& line) {
   if (!std::getline(in_, line)) {
+    const auto* decompressing = dynamic_cast<const DecompressingBuffer*>(buffer_.get());
+    if (decompressing != nullptr && !decompressing->error().empty()) {
+      throw InputError(fmt::format("{}: the {} data is damaged after line {} ({}); check or recreate the file",
+                                   path_, compression_, lines_read_, decompressing->error()));
+    }
     if (in_.bad()) {
       throw std::runtime_error(path_ + ": reading failed after line " + std::to_string(lines_read_) + " (" +
                                std::strerror(errno) + ")");
@@ -169,11 +270,17 @@ bool TextCorpusReader::document_of_json_line(CorpusLine& line) const {
   return !line.text.empty();
 }
 
-bool is_jsonl_path(const std::string& path) {
-  std::string extension = std::filesystem::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return extension == ".jsonl";
+std::string corpus_extension(const std::string& path) {
+  auto lowered = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+  };
+  std::filesystem::path name = std::filesystem::path(path).filename();
+  std::string extension = lowered(name.extension().string());
+  if (extension == ".gz" || extension == ".zst" || extension == ".xz") extension = lowered(name.stem().extension().string());
+  return extension;
 }
+
+bool is_jsonl_path(const std::string& path) { return corpus_extension(path) == ".jsonl"; }
 
 }  // namespace headscan

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
+#include <istream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -16,7 +18,9 @@ struct CorpusLine {
 
 // Reads a UTF-8 text file line by line in bounded memory: a leading byte order mark and "\r\n"
 // endings are removed, and invalid UTF-8 is replaced by U+FFFD (one per maximal invalid subpart,
-// as the Unicode standard recommends) and counted. The corpus and CoNLL-U readers are built on it.
+// as the Unicode standard recommends) and counted. A file compressed with gzip, zstd or xz (known
+// by its first bytes, whatever its name) is decompressed as it is read, with libarchive. The
+// corpus and CoNLL-U readers are built on it.
 class TextLineReader {
  public:
   // `expected` says what the file should be ("expected a UTF-8 text corpus (one document per
@@ -32,12 +36,20 @@ class TextLineReader {
   std::size_t lines_read() const { return lines_read_; }  // 1-based number of the last line read
   std::size_t lines_with_invalid_utf8() const { return invalid_lines_; }
   std::size_t invalid_utf8_replacements() const { return replacements_; }
-  std::uint64_t bytes_read() const { return bytes_read_; }
+  // Bytes of the file read so far (of a compressed file: compressed bytes), for progress.
+  std::uint64_t bytes_read() const;
   std::uint64_t total_bytes() const { return total_bytes_; }  // 0 when unknown
+  const char* compression() const { return compression_; }    // "gzip", "zstd", "xz" or "none"
 
  private:
+  // (Re)opens the file from its start, decompressing when it is compressed.
+  void open();
+
   std::string path_;
-  std::ifstream in_;
+  std::string expected_;
+  const char* compression_ = "none";
+  std::unique_ptr<std::streambuf> buffer_;
+  std::istream in_{nullptr};
   std::size_t lines_read_ = 0;
   std::size_t invalid_lines_ = 0;
   std::size_t replacements_ = 0;
@@ -76,7 +88,11 @@ class TextCorpusReader {
   std::size_t documents_read_ = 0;
 };
 
-// Whether `path` names a JSON Lines corpus (its extension is ".jsonl", any case).
+// The extension that says a corpus's format, lowercase, after a compression extension (.gz, .zst,
+// .xz): ".jsonl" for "c4.JSONL.gz".
+std::string corpus_extension(const std::string& path);
+
+// Whether `path` names a JSON Lines corpus (".jsonl", maybe compressed).
 bool is_jsonl_path(const std::string& path);
 
 // Replaces each maximal invalid UTF-8 subpart of `text` by U+FFFD; returns how many it replaced.
