@@ -35,6 +35,7 @@ packages=(
   cmake ninja-build pkg-config ccache
   clang                                      # compiler; its libclang-rt-*-dev holds libFuzzer and the sanitizers
   nlohmann-json3-dev libfmt-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev liblink-grammar-dev libzip-dev
+  libarchive-dev
 )
 source "$root/scripts/install_packages.sh"
 install_packages fuzz.sh "${packages[@]}"
