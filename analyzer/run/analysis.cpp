@@ -2,6 +2,7 @@
 // first sequence, the passes run (analyzer/run/pass.h), and heads.json and the reports are written
 // (DESIGN.md, "Data flow").
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "analyzer/run/output_dir.h"
 #include "analyzer/run/pass.h"
 #include "analyzer/run/run_state.h"
+#include "analyzer/run/spooled_input.h"
 #include "heads/registry.h"
 #include "reports/heads_json.h"
 #include "reports/report_writer.h"
@@ -158,7 +160,14 @@ std::vector<std::string> ablation_findings(const nlohmann::ordered_json& documen
 
 }  // namespace
 
-AnalysisSummary run_analysis(const AnalysisOptions& options) {
+AnalysisSummary run_analysis(const AnalysisOptions& given) {
+  // "-": standard input, spooled once to a file that every pass can read.
+  std::optional<SpooledInput> spooled;
+  AnalysisOptions options = given;
+  if (given.corpus_path == "-") {
+    spooled.emplace();
+    options.corpus_path = spooled->path();
+  }
   if (options.batch_size < 1) throw InputError(fmt::format("--batch-size {}: must be at least 1", options.batch_size));
   if (options.ablation_sequences < 1) {
     throw InputError(fmt::format("--ablation-sequences {}: must be at least 1", options.ablation_sequences));
@@ -206,6 +215,7 @@ AnalysisSummary run_analysis(const AnalysisOptions& options) {
   if (state.objective) add_ablation_json(document, state);
   write_reports(state, document, output);
   end_phase("reports");
+  if (spooled) document["corpus"]["path"] = "-";
   set_run(document, run);
   write_json_file(document, output.staging() / "heads.json");
   output.commit();

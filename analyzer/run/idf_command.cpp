@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 #include "analyzer/model/model_archive.h"
 #include "analyzer/model/model_metadata.h"
 #include "analyzer/run/run_state.h"
+#include "analyzer/run/spooled_input.h"
 
 namespace headscan {
 namespace {
@@ -45,6 +47,11 @@ IdfSummary run_idf(const IdfOptions& options) {
   AnalysisOptions analysis;
   analysis.model_path = options.model_path;
   analysis.corpus_path = options.corpus_path;
+  std::optional<SpooledInput> spooled;  // "-": standard input, read once
+  if (options.corpus_path == "-") {
+    spooled.emplace();
+    analysis.corpus_path = spooled->path();
+  }
   analysis.text_field = options.text_field;
   RunState state(analysis);
   ModelArchiveExtras extras;
@@ -56,7 +63,7 @@ IdfSummary run_idf(const IdfOptions& options) {
   state.text = resolve_text_setup(
       TextSources{options.tokenizer_path, options.model_path, extras.tokenizer_json, &metadata, options.max_length});
   const std::unique_ptr<DocumentFrequencies> frequencies =
-      state.count_frequencies(options.corpus_path, options.max_sequences);
+      state.count_frequencies(analysis.corpus_path, options.max_sequences);
 
   // Written beside the target and renamed over it: the file is whole or absent.
   const fs::path target(options.output_path);

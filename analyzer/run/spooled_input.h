@@ -1,0 +1,25 @@
+#pragma once
+// A corpus given as "-": standard input copied once to a temporary file, because a run reads its
+// corpus twice (document frequencies, then the model) and a pipe can be read only once. The file
+// is removed when the object dies.
+
+#include <string>
+
+namespace headscan {
+
+class SpooledInput {
+ public:
+  // Copies standard input to a new file in $TMPDIR (else /tmp). Throws std::runtime_error when it
+  // cannot be written (e.g. the disk is full).
+  SpooledInput();
+  ~SpooledInput();
+  SpooledInput(const SpooledInput&) = delete;
+  SpooledInput& operator=(const SpooledInput&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace headscan
