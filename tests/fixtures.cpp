@@ -114,4 +114,11 @@ std::string word_corpus(const std::vector<int>& line_lengths, unsigned seed) {
   return text;
 }
 
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace headscan::testing

@@ -45,6 +45,9 @@ int wait_for_exit(int pid);
 
 nlohmann::json read_json(const std::filesystem::path& path);
 
+// The bytes of a file.
+std::string read_file(const std::filesystem::path& path);
+
 // Lines of `count` words drawn deterministically from w3..w63 with the given lengths.
 std::string word_corpus(const std::vector<int>& line_lengths, unsigned seed = 1);
 

@@ -4,7 +4,6 @@
 #include <archive_entry.h>
 
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -13,18 +12,12 @@
 #include "tests/fixtures.h"
 
 using headscan::testing::fixture;
+using headscan::testing::read_file;
 using headscan::testing::read_json;
 using headscan::testing::run_headscan;
 using headscan::testing::TempDir;
 
 namespace {
-
-std::string contents(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // `data` compressed with libarchive's `filter` (ARCHIVE_FILTER_GZIP, _ZSTD, _XZ), as a file holds it.
 std::string compressed(const std::string& data, int filter) {
@@ -69,7 +62,7 @@ TEST_CASE("compressed corpora are read as the files they hold", "[corpus][compre
     for (const Format& format :
          {Format{".gz", ARCHIVE_FILTER_GZIP}, Format{".zst", ARCHIVE_FILTER_ZSTD}, Format{".xz", ARCHIVE_FILTER_XZ}}) {
       INFO(corpus << format.extension);
-      const std::string path = dir.write(corpus + format.extension, compressed(contents(fixture(corpus)), format.filter));
+      const std::string path = dir.write(corpus + format.extension, compressed(read_file(fixture(corpus)), format.filter));
       const auto report = analyse(model, path, "report-" + corpus + format.extension);
       CHECK(report["heads"] == plain["heads"]);
       CHECK(report["corpus"]["format"] == plain["corpus"]["format"]);
@@ -79,7 +72,7 @@ TEST_CASE("compressed corpora are read as the files they hold", "[corpus][compre
     }
   }
   // Damaged data: cut short, or only the first bytes of gzip.
-  const std::string whole = compressed(contents(fixture("rare_word_corpus.txt")), ARCHIVE_FILTER_GZIP);
+  const std::string whole = compressed(read_file(fixture("rare_word_corpus.txt")), ARCHIVE_FILTER_GZIP);
   const std::string cut = dir.write("cut.txt.gz", whole.substr(0, whole.size() / 2));
   const auto cut_run = run_headscan({fixture("rare_word.pt"), cut, "-o", (dir / "cut").string(), "-q"});
   CHECK(cut_run.exit_code == 2);
@@ -122,9 +115,7 @@ TEST_CASE("a JSON Lines corpus is analysed as the same lines of plain text", "[c
   REQUIRE(run_headscan({"idf", fixture("rare_word.pt"), (dir / "corpus.jsonl").string(), "--text-field", "content",
                         "-o", idf.string(), "-q"})
               .exit_code == 0);
-  std::ifstream a(idf);
-  std::ifstream b(dir / "text" / "idf.txt");
-  CHECK(std::string(std::istreambuf_iterator<char>(a), {}) == std::string(std::istreambuf_iterator<char>(b), {}));
+  CHECK(read_file(idf) == read_file(dir / "text" / "idf.txt"));
 
   const auto wrong_field = run_headscan({fixture("rare_word.pt"), (dir / "corpus.jsonl").string(), "-o",
                                          (dir / "wrong").string(), "-q"});

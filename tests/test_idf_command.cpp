@@ -1,6 +1,4 @@
 // `headscan idf`: the document frequencies a run counts, written once for --idf.
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -9,20 +7,10 @@
 #include "tests/fixtures.h"
 
 using headscan::testing::fixture;
+using headscan::testing::read_file;
 using headscan::testing::read_json;
 using headscan::testing::run_headscan;
 using headscan::testing::TempDir;
-
-namespace {
-
-std::string contents(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
 
 TEST_CASE("headscan idf writes the document frequencies a run counts", "[idf][e2e]") {
   TempDir dir;
@@ -36,7 +24,7 @@ TEST_CASE("headscan idf writes the document frequencies a run counts", "[idf][e2
     REQUIRE(run_headscan({fixture(model), fixture(corpus), "-o", report.string(), "--parser", "none", "--no-html",
                           "--no-plots", "-q"})
                 .exit_code == 0);
-    CHECK(contents(idf) == contents(report / "idf.txt"));
+    CHECK(read_file(idf) == read_file(report / "idf.txt"));
 
     // A run given the file has the same rare-word scores as one that counts the corpus itself.
     const auto with_idf = dir / ("with-idf-" + corpus);
@@ -58,7 +46,7 @@ TEST_CASE("headscan idf writes the document frequencies a run counts", "[idf][e2
   REQUIRE(run_headscan({"idf", "--tokenizer", fixture("tokenizer.json"), fixture("rare_word_corpus.txt"), "-o",
                         by_tokenizer.string(), "-q"})
               .exit_code == 0);
-  CHECK(contents(by_tokenizer) == contents(dir / "rare_word_corpus.txt.idf"));
+  CHECK(read_file(by_tokenizer) == read_file(dir / "rare_word_corpus.txt.idf"));
 }
 
 TEST_CASE("headscan idf leaves what the user has", "[idf][e2e]") {
@@ -67,14 +55,14 @@ TEST_CASE("headscan idf leaves what the user has", "[idf][e2e]") {
   const auto refused = run_headscan({"idf", fixture("rare_word.pt"), fixture("rare_word_corpus.txt"), "-o", existing});
   CHECK(refused.exit_code == 2);
   CHECK(refused.err.find("use --force to replace it") != std::string::npos);
-  CHECK(contents(existing) == "precious\n");
+  CHECK(read_file(existing) == "precious\n");
 
   const std::string corpus = dir.write("corpus.txt", "w3 w4 w5\n");
   const auto onto_input =
       run_headscan({"idf", fixture("rare_word.pt"), corpus, "-o", corpus, "--force"});
   CHECK(onto_input.exit_code == 2);
   CHECK(onto_input.err.find("-o names an input") != std::string::npos);
-  CHECK(contents(corpus) == "w3 w4 w5\n");
+  CHECK(read_file(corpus) == "w3 w4 w5\n");
 
   const auto no_tokenizer = run_headscan({"idf", corpus, "-o", (dir / "out.txt").string()});
   CHECK(no_tokenizer.exit_code == 2);
@@ -84,7 +72,7 @@ TEST_CASE("headscan idf leaves what the user has", "[idf][e2e]") {
   const auto replaced =
       run_headscan({"idf", fixture("rare_word.pt"), fixture("rare_word_corpus.txt"), "-o", existing, "--force", "-q"});
   CHECK(replaced.exit_code == 0);
-  CHECK(contents(existing) != "precious\n");
+  CHECK(read_file(existing) != "precious\n");
   // Nothing but the file is left beside it.
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++entries;

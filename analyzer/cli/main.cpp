@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,20 @@ int run_with_exit_codes(Body&& body) {
   }
 }
 
+// Parses a subcommand's options: nullopt to go on, else the exit code (help printed, or exit 2 with
+// CLI11's message for bad usage).
+std::optional<int> parse_subcommand(CLI::App& app, int argc, char** argv, const char* name) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "headscan {}: error: {}\nRun with --help for more information.\n", name, e.what());
+    return kExitBadInput;
+  }
+  return std::nullopt;
+}
+
 // `headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE]`: parsed on its own, before the analysis
 // options (whose positionals model and corpus are required). argv[0] is "tokenize".
 int run_tokenize_command(int argc, char** argv) {
@@ -79,14 +94,7 @@ int run_tokenize_command(int argc, char** argv) {
                  "tokens per window, BOS included (default: max_length of headscan.json, else 512)")
       ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
   app.add_flag("-q,--quiet", quiet, "no summary on standard error");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "headscan tokenize: error: {}\nRun with --help for more information.\n", e.what());
-    return kExitBadInput;
-  }
+  if (const auto exit_code = parse_subcommand(app, argc, argv, "tokenize")) return *exit_code;
   if (text_option->count() > 0) options.text = text;
   const bool file_only = !options.tokenizer_path.empty() && inputs.size() == 1;
   if (!file_only && !inputs.empty()) options.model_path = inputs[0];
@@ -134,14 +142,7 @@ int run_idf_command(int argc, char** argv) {
   app.add_option("--text-field", options.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
       ->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "no summary on standard error");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "headscan idf: error: {}\nRun with --help for more information.\n", e.what());
-    return kExitBadInput;
-  }
+  if (const auto exit_code = parse_subcommand(app, argc, argv, "idf")) return *exit_code;
   if (inputs.size() == 1 && options.tokenizer_path.empty()) {
     fmt::print(stderr, "headscan idf: error: give MODEL.pt and CORPUS, or --tokenizer FILE and CORPUS\n");
     return kExitBadInput;

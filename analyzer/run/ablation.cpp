@@ -93,6 +93,22 @@ ItemBatch item_batch(const RunState& state, const std::vector<std::size_t>& indi
   return batch;
 }
 
+// The logits of one forward call over `batch` (the items `indices`) with heads scaled by `scales`;
+// errors name the batch's first corpus line.
+at::Tensor logits_of(const RunState& state, const std::vector<std::size_t>& indices, const ItemBatch& batch,
+                     const HeadScales& scales) {
+  const AttentionCallback ignore;
+  ForwardOutput output;
+  try {
+    output = state.model->forward(batch.tensors.ids, &batch.tensors.mask, ignore, &scales);
+  } catch (...) {
+    rethrow_with_context(fmt::format("{} (ablation set, corpus line {}): ", state.model->path(),
+                                     state.ablation_items[indices.front()].input.line_number));
+  }
+  if (!output.logits) throw InputError(fmt::format("{}: the model stopped returning logits", state.model->path()));
+  return *output.logits;
+}
+
 }  // namespace
 
 double mean_of(const std::vector<double>& values) {
@@ -204,7 +220,6 @@ std::vector<std::vector<double>> AblationRunner::losses(const std::vector<HeadFa
   const ModelShape& shape = state_.shape;
   const auto heads = static_cast<std::size_t>(shape.heads);
   std::vector<std::vector<double>> result(settings.size(), std::vector<double>(state_.ablation_items.size(), 0.0));
-  const AttentionCallback ignore;
   for (const std::vector<std::size_t>& indices : batches_) {
     const std::size_t per_call = std::max<std::size_t>(1, static_cast<std::size_t>(state_.options.batch_size) / indices.size());
     for (std::size_t first = 0; first < settings.size(); first += per_call) {
@@ -224,15 +239,7 @@ std::vector<std::vector<double>> AblationRunner::losses(const std::vector<HeadFa
               .fill_(factors[head]);
         }
       }
-      ForwardOutput output;
-      try {
-        output = state_.model->forward(batch.tensors.ids, &batch.tensors.mask, ignore, &scales);
-      } catch (...) {
-        rethrow_with_context(fmt::format("{} (ablation set, corpus line {}): ", state_.model->path(),
-                                         state_.ablation_items[indices.front()].input.line_number));
-      }
-      if (!output.logits) throw InputError(fmt::format("{}: the model stopped returning logits", state_.model->path()));
-      const at::Tensor losses = row_losses(*output.logits, batch.targets).contiguous();
+      const at::Tensor losses = row_losses(logits_of(state_, indices, batch, scales), batch.targets).contiguous();
       const double* loss = losses.data_ptr<double>();
       for (std::size_t s = 0; s < count; ++s) {
         for (std::size_t i = 0; i < indices.size(); ++i) result[first + s][indices[i]] = loss[s * indices.size() + i];
@@ -247,7 +254,6 @@ void AblationRunner::gradients(std::vector<double>& importance_sums, std::vector
   importance_sums.assign(static_cast<std::size_t>(shape.layers * shape.heads), 0.0);
   losses.assign(state_.ablation_items.size(), 0.0);
   torch::AutoGradMode with_gradients(true);
-  const AttentionCallback ignore;
   for (const std::vector<std::size_t>& indices : batches_) {
     const ItemBatch batch = item_batch(state_, indices, 1);
     const auto rows = static_cast<std::int64_t>(indices.size());
@@ -255,16 +261,8 @@ void AblationRunner::gradients(std::vector<double>& importance_sums, std::vector
     for (int layer = 0; layer < shape.layers; ++layer) {
       scales.push_back(torch::ones({rows, shape.heads}, torch::TensorOptions(torch::kFloat).requires_grad(true)));
     }
-    ForwardOutput output;
-    try {
-      output = state_.model->forward(batch.tensors.ids, &batch.tensors.mask, ignore, &scales);
-    } catch (...) {
-      rethrow_with_context(fmt::format("{} (ablation set, corpus line {}): ", state_.model->path(),
-                                       state_.ablation_items[indices.front()].input.line_number));
-    }
-    if (!output.logits) throw InputError(fmt::format("{}: the model stopped returning logits", state_.model->path()));
     // Σ_x L_x: sequence x's scales reach only its own loss, so one backward gives every ∂L_x/∂ξ_x.
-    const at::Tensor item_losses = row_losses(*output.logits, batch.targets);
+    const at::Tensor item_losses = row_losses(logits_of(state_, indices, batch, scales), batch.targets);
     const at::Tensor total = item_losses.sum();
     std::vector<at::Tensor> gradients;
     if (total.requires_grad()) {

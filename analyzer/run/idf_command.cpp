@@ -10,8 +10,6 @@
 #include <fmt/format.h>
 
 #include "analyzer/errors.h"
-#include "analyzer/model/model_archive.h"
-#include "analyzer/model/model_metadata.h"
 #include "analyzer/run/run_state.h"
 #include "analyzer/run/spooled_input.h"
 
@@ -54,14 +52,7 @@ IdfSummary run_idf(const IdfOptions& options) {
   }
   analysis.text_field = options.text_field;
   RunState state(analysis);
-  ModelArchiveExtras extras;
-  ModelMetadata metadata;
-  if (!options.model_path.empty()) {
-    extras = read_model_extras(options.model_path);
-    metadata = parse_model_metadata(extras.headscan_json, options.model_path + ":headscan.json");
-  }
-  state.text = resolve_text_setup(
-      TextSources{options.tokenizer_path, options.model_path, extras.tokenizer_json, &metadata, options.max_length});
+  state.text = load_text_setup(options.model_path, options.tokenizer_path, options.max_length);
   const std::unique_ptr<DocumentFrequencies> frequencies =
       state.count_frequencies(analysis.corpus_path, options.max_sequences);
 

@@ -88,15 +88,15 @@ std::vector<std::vector<Sequence>> RunState::probe_batches() const {
 
 std::unique_ptr<DocumentFrequencies> RunState::count_frequencies(const std::string& path,
                                                                 std::int64_t max_sequences) const {
-  auto frequencies = std::make_unique<DocumentFrequencies>(text.tokenizer->vocab_size());
+  auto counts = std::make_unique<DocumentFrequencies>(text.tokenizer->vocab_size());
   DocumentReader documents(path, "none", options.text_field);
   std::vector<Sequence> sequences;
   std::int64_t counted = 0;
   while ((max_sequences == 0 || counted < max_sequences) &&
-         read_document(documents, sequences, frequencies.get(), max_sequences > 0 ? max_sequences - counted : 0)) {
+         read_document(documents, sequences, counts.get(), max_sequences > 0 ? max_sequences - counted : 0)) {
     counted += static_cast<std::int64_t>(sequences.size());
   }
-  return frequencies;
+  return counts;
 }
 
 bool RunState::pads() const { return model->takes_attention_mask() || shape.causal; }

@@ -1,5 +1,7 @@
 #include "analyzer/run/text_setup.h"
 
+#include "analyzer/model/model_archive.h"
+
 #include <fmt/format.h>
 
 #include "analyzer/errors.h"
@@ -45,6 +47,16 @@ TextSetup resolve_text_setup(const TextSources& sources) {
                                          sources.model_path, kDefaultMaxLength));
   }
   return setup;
+}
+
+TextSetup load_text_setup(const std::string& model_path, const std::string& tokenizer_path, std::int64_t max_length) {
+  ModelArchiveExtras extras;
+  ModelMetadata metadata;
+  if (!model_path.empty()) {
+    extras = read_model_extras(model_path);
+    metadata = parse_model_metadata(extras.headscan_json, model_path + ":headscan.json");
+  }
+  return resolve_text_setup(TextSources{tokenizer_path, model_path, extras.tokenizer_json, &metadata, max_length});
 }
 
 }  // namespace headscan

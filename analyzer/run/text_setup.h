@@ -37,4 +37,8 @@ struct TextSetup {
 // Throws InputError when there is no tokenizer, it is malformed, or max_length is below 2.
 TextSetup resolve_text_setup(const TextSources& sources);
 
+// The text setup of the commands that need no model run (tokenize, idf): the archive's extra files
+// read without LibTorch (none when `model_path` is empty), then resolve_text_setup().
+TextSetup load_text_setup(const std::string& model_path, const std::string& tokenizer_path, std::int64_t max_length);
+
 }  // namespace headscan

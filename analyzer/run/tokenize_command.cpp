@@ -17,18 +17,6 @@
 namespace headscan {
 namespace {
 
-// The tokenizer, BOS and max_length exactly as the analysis resolves them.
-TextSetup load(const TokenizeOptions& options) {
-  ModelArchiveExtras extras;
-  ModelMetadata metadata;
-  if (!options.model_path.empty()) {
-    extras = read_model_extras(options.model_path);
-    metadata = parse_model_metadata(extras.headscan_json, options.model_path + ":headscan.json");
-  }
-  return resolve_text_setup(
-      TextSources{options.tokenizer_path, options.model_path, extras.tokenizer_json, &metadata, options.max_length});
-}
-
 // The non-empty lines of the input, valid UTF-8, with their 1-based line numbers.
 class LineSource {
  public:
@@ -89,7 +77,7 @@ std::vector<std::size_t> code_points_before(std::string_view text) {
 }
 
 TokenizeSummary run_tokenize(const TokenizeOptions& options, std::istream& standard_input, std::ostream& out) {
-  const TextSetup setup = load(options);
+  const TextSetup setup = load_text_setup(options.model_path, options.tokenizer_path, options.max_length);
   const Tokenizer& tokenizer = *setup.tokenizer;
   const SequenceShape& shape = setup.shape;
   const std::optional<BosChoice>& bos = setup.bos;
