@@ -1,5 +1,6 @@
 #include "heads/head_means.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -43,8 +44,9 @@ nlohmann::json HeadMeans::save() const { return {{"sums", sums_}, {"counts", cou
 void HeadMeans::merge(const nlohmann::json& saved) {
   auto sums = saved.at("sums").get<std::vector<std::vector<double>>>();
   auto counts = saved.at("counts").get<std::vector<std::int64_t>>();
-  if (sums.size() != sums_.size() || counts.size() != counts_.size() ||
-      (!sums.empty() && sums[0].size() != static_cast<size_t>(shape_.heads))) {
+  const bool rows_fit = std::all_of(sums.begin(), sums.end(),
+                                    [&](const auto& row) { return row.size() == static_cast<size_t>(shape_.heads); });
+  if (sums.size() != sums_.size() || counts.size() != counts_.size() || !rows_fit) {
     throw InputError(fmt::format("cannot merge statistics of a model with {} layers and {} heads into one "
                                  "with {} layers and {} heads; merge shards of the same model only",
                                  sums.size(), sums.empty() ? 0 : sums[0].size(), shape_.layers, shape_.heads));

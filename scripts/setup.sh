@@ -14,6 +14,7 @@ packages=(
   libcli11-dev                              # command-line options
   libzip-dev                                # checks a model archive's zip before LibTorch reads it
   libarchive-dev                            # reads gzip, zstd and xz compressed corpora
+  libssl-dev                                # SHA-256 fingerprints of a shard's inputs (merge checks them)
   libpcre2-dev                              # Unicode regexes of tokenizer pre-tokenizers
   libutf8proc-dev                           # tokenizer normalizers: NFC/NFKC…, lowercase, categories
   libsentencepiece-dev                      # SentencePiece .model tokenizers (exact spm_encode ids)

@@ -13,6 +13,7 @@
 #include "analyzer/run/analysis.h"
 #include "analyzer/errors.h"
 #include "analyzer/run/idf_command.h"
+#include "analyzer/run/merge_command.h"
 #include "analyzer/run/tokenize_command.h"
 
 namespace {
@@ -159,11 +160,54 @@ int run_idf_command(int argc, char** argv) {
   });
 }
 
+// `headscan merge DIR... -o OUT`: the shards of one run combined into its report.
+int run_merge_command(int argc, char** argv) {
+  headscan::MergeOptions options;
+  std::vector<std::string> thresholds;
+  bool no_html = false;
+  bool no_plots = false;
+  bool quiet = false;
+  CLI::App app{"Combines the shards of one run (headscan MODEL CORPUS --shard I/N -o DIR) into the report a single "
+               "run would write: heads.json, HTML and PNG plots.",
+               "headscan merge"};
+  app.add_option("shards", options.shard_directories, "the shards' directories, all of them, in any order")
+      ->required()
+      ->type_name("DIR...");
+  app.add_option("-o,--output", options.output_dir, "report directory to create")->capture_default_str();
+  app.add_flag("--force", options.force, "replace the output directory if it holds an earlier report");
+  app.add_option("--threshold", thresholds,
+                 "change a label threshold, NAME=VALUE, over the shards' thresholds; repeatable")
+      ->type_name("NAME=VALUE");
+  app.add_flag("--no-html", no_html, "write no HTML pages");
+  app.add_flag("--no-plots", no_plots, "write no PNG plots");
+  app.add_flag("-q,--quiet", quiet, "no summary");
+  if (const auto exit_code = parse_subcommand(app, argc, argv, "merge")) return *exit_code;
+  return run_with_exit_codes([&] {
+    options.thresholds = headscan::parse_threshold_options(thresholds);
+    options.html = !no_html;
+    options.plots = !no_plots;
+    const headscan::MergeSummary summary = headscan::run_merge(options);
+    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
+    if (!quiet) {
+      fmt::print("merged {} shards: {} sequences ({} tokens), {} layers x {} heads; the shards took {:.1f} s, the "
+                 "merge {:.2f} s\n",
+                 summary.shards, summary.sequences, summary.tokens, summary.layers, summary.heads,
+                 summary.shard_seconds, summary.seconds);
+      std::vector<std::string> counts;
+      for (const auto& [label, count] : summary.label_counts) counts.push_back(fmt::format("{} {}", count, label));
+      fmt::print("primary labels: {}\n", fmt::join(counts, ", "));
+      fmt::print("report: {}/heads.json\n", summary.output_dir);
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "tokenize") return run_tokenize_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "idf") return run_idf_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "merge") return run_merge_command(argc - 1, argv + 1);
 
   headscan::AnalysisOptions options;
   std::vector<std::string> thresholds;
@@ -173,7 +217,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("headscan ") + HEADSCAN_VERSION);
   app.footer("Subcommands: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
              "the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
-             "document frequencies once, for --idf (headscan idf --help).");
+             "document frequencies once, for --idf (headscan idf --help); headscan merge DIR... -o OUT combines the "
+             "shards of a --shard run into its report (headscan merge --help).");
   app.add_option("model", options.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
   app.add_option("corpus", options.corpus_path,
                  "text corpus, one document per line; a JSON Lines file (.jsonl), one object per document; or a "
@@ -212,6 +257,11 @@ int main(int argc, char** argv) {
                  "dependency parser for syntactic heads on plain text: link-grammar (English) or none; a .conllu "
                  "corpus brings its own trees")
       ->check(CLI::IsMember({"link-grammar", "none"}))->capture_default_str();
+  std::string shard;
+  app.add_option("--shard", shard,
+                 "analyse the I-th (from 0) of N slices of the corpus and write the shard's state to the output "
+                 "directory, for headscan merge; e.g. --shard ${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT}")
+      ->type_name("I/N");
   bool no_html = false;
   bool no_plots = false;
   app.add_flag("--no-html", no_html, "write no HTML pages");
@@ -231,12 +281,23 @@ int main(int argc, char** argv) {
 
   return run_with_exit_codes([&] {
     options.thresholds = headscan::parse_threshold_options(thresholds);
+    if (!shard.empty()) {
+      const headscan::ShardOption parsed = headscan::parse_shard_option(shard);
+      options.shard = headscan::CorpusSlice{parsed.index, parsed.count};
+    }
     options.progress = !quiet;
     options.html = !no_html;
     options.plots = !no_plots;
     const headscan::AnalysisSummary summary = headscan::run_analysis(options);
     for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
-    if (!quiet) print_summary(summary);
+    if (quiet) return 0;
+    if (summary.shard_state) {
+      fmt::print("shard {}: analysed {} sequences ({} tokens) in {:.1f} s; its state is in {}: headscan merge the "
+                 "directories of all shards\n",
+                 shard, summary.sequences, summary.tokens, summary.seconds, summary.output_dir);
+    } else {
+      print_summary(summary);
+    }
     return 0;
   });
 }

@@ -70,4 +70,28 @@ std::map<std::string, double> parse_threshold_options(const std::vector<std::str
   return thresholds;
 }
 
+ShardOption parse_shard_option(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  auto number = [&](std::string_view digits, std::uint64_t& value) {
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return false;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    return error == std::errc() && end == digits.data() + digits.size();
+  };
+  ShardOption shard;
+  const std::string_view whole(text);
+  const bool parsed = slash != std::string::npos && number(whole.substr(0, slash), shard.index) &&
+                      number(whole.substr(slash + 1), shard.count);
+  if (!parsed || shard.count < 1 || shard.count > kMaxShards) {
+    throw InputError(fmt::format("--shard {}: expected I/N, the shard's index from 0 and the number of shards (1 to "
+                                 "{}), e.g. --shard 0/8 or --shard ${{SLURM_ARRAY_TASK_ID}}/${{SLURM_ARRAY_TASK_COUNT}}",
+                                 shown(text), kMaxShards));
+  }
+  if (shard.index >= shard.count) {
+    throw InputError(fmt::format("--shard {}: the index must be below the number of shards: shards of {} are numbered "
+                                 "0 to {}",
+                                 shown(text), shard.count, shard.count - 1));
+  }
+  return shard;
+}
+
 }  // namespace headscan

@@ -2,6 +2,7 @@
 // Values of command-line options that CLI11 cannot check by itself, parsed without LibTorch so
 // that they can be fuzzed (tests/fuzz/fuzz_option_values.cpp).
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,7 +28,13 @@ ThresholdOption parse_threshold_option(const std::string& text);
 // given twice.
 std::map<std::string, double> parse_threshold_options(const std::vector<std::string>& texts);
 
-// --shard I/N arrives with issue 14; its parser belongs here, with a fuzz target beside
-// fuzz_option_values.cpp.
+// One --shard value "I/N": the I-th (from 0) of N shards, decimal digits only, 1 <= N <=
+// kMaxShards and I < N. Throws InputError saying what was expected and what was found.
+struct ShardOption {
+  std::uint64_t index = 0;
+  std::uint64_t count = 1;
+};
+constexpr std::uint64_t kMaxShards = 1'000'000;
+ShardOption parse_shard_option(const std::string& text);
 
 }  // namespace headscan

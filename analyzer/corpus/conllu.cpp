@@ -248,21 +248,22 @@ void SentenceParser::check_acyclic() const {
 
 }  // namespace
 
-ConlluReader::ConlluReader(const std::string& path) : lines_(path, kExpected, ".conllu file") {}
+ConlluReader::ConlluReader(const std::string& path, CorpusSlice slice)
+    : lines_(path, kExpected, ".conllu file", slice, SliceUnits::blocks) {}
 
 bool ConlluReader::next(ConlluSentence& sentence) {
   std::string line;
   while (true) {
-    SentenceParser parser(lines_.path());
+    SentenceParser parser(lines_.where());
     std::size_t first_line = 0;  // 0: the sentence has not started
     while (lines_.next(line)) {
       if (is_blank(line)) {
         if (first_line != 0) break;
         continue;
       }
-      if (first_line == 0) first_line = lines_.lines_read();
+      if (first_line == 0) first_line = lines_.line_number();
       if (line.front() == '#') continue;
-      parser.add_line(line, lines_.lines_read());
+      parser.add_line(line, lines_.line_number());
     }
     if (first_line == 0) return false;
     if (!parser.has_words()) continue;  // comments, ranges or empty nodes only

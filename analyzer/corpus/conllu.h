@@ -25,9 +25,8 @@ struct ConlluSentence {
 
 class ConlluReader {
  public:
-  // Opens the file. Throws InputError if it is missing, a directory, unreadable, or binary
-  // (TextLineReader's checks).
-  explicit ConlluReader(const std::string& path);
+  // Opens the file. Throws InputError if it is missing, a directory, unreadable, or binary (TextLineReader's checks). `slice`: the part a shard reads (CorpusSlice).
+  explicit ConlluReader(const std::string& path, CorpusSlice slice = {});
 
   // Reads the next sentence that has at least one word; returns false at the end of the file.
   // Comments are ignored, multiword ranges `3-4` and empty nodes `5.1` are not words, "\r\n" is

@@ -47,7 +47,9 @@ constexpr std::size_t kParsedAhead = 64;
 
 class DocumentReader::TextSource : public DocumentReader::Source {
  public:
-  TextSource(const std::string& path, std::optional<std::string> json_field) : reader_(path, std::move(json_field)) {}
+  TextSource(const std::string& path, std::optional<std::string> json_field, CorpusSlice slice)
+      : reader_(path, std::move(json_field), slice) {}
+  const char* slice_mode() const { return reader_.lines().slice_mode(); }
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
 
   bool next(Document& document, DocumentCounts& counts) override {
@@ -68,7 +70,9 @@ class DocumentReader::TextSource : public DocumentReader::Source {
 
 class DocumentReader::ConlluSource : public DocumentReader::Source {
  public:
-  ConlluSource(const std::string& path, bool keep_trees) : reader_(path), keep_trees_(keep_trees) {}
+  ConlluSource(const std::string& path, bool keep_trees, CorpusSlice slice)
+      : reader_(path, slice), keep_trees_(keep_trees) {}
+  const char* slice_mode() const { return reader_.lines().slice_mode(); }
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
 
   // Every sentence has a word, so its text is never empty.
@@ -95,8 +99,8 @@ class DocumentReader::ConlluSource : public DocumentReader::Source {
 // Reads and parses lines on a thread of its own, at most kParsedAhead documents ahead.
 class DocumentReader::ParsingSource : public DocumentReader::Source {
  public:
-  ParsingSource(const std::string& path, std::optional<std::string> json_field)
-      : reader_(path, std::move(json_field)), parser_(std::make_unique<LinkGrammarParser>()) {
+  ParsingSource(const std::string& path, std::optional<std::string> json_field, CorpusSlice slice)
+      : reader_(path, std::move(json_field), slice), parser_(std::make_unique<LinkGrammarParser>()) {
     worker_ = std::thread([this] { produce(); });
   }
 
@@ -110,6 +114,7 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
   }
 
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
+  const char* slice_mode() const { return reader_.lines().slice_mode(); }
 
   bool next(Document& document, DocumentCounts& counts) override {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -177,14 +182,16 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
 
 bool is_conllu_path(const std::string& path) { return corpus_extension(path) == ".conllu"; }
 
-DocumentReader::DocumentReader(const std::string& path, const std::string& parser, const std::string& text_field)
+DocumentReader::DocumentReader(const std::string& path, const std::string& parser, const std::string& text_field,
+                               CorpusSlice slice)
     : path_(path) {
   if (parser != "link-grammar" && parser != "none") {
     throw InputError(fmt::format("--parser {}: unknown parser; use link-grammar (plain English text) or none", parser));
   }
   if (is_conllu_path(path)) {
-    auto source = std::make_unique<ConlluSource>(path, parser != "none");
+    auto source = std::make_unique<ConlluSource>(path, parser != "none", slice);
     total_bytes_ = source->total_bytes();
+    slice_mode_ = source->slice_mode();
     source_ = std::move(source);
     format_ = "conllu";
     parser_ = parser != "none" ? "conllu" : "none";
@@ -196,13 +203,15 @@ DocumentReader::DocumentReader(const std::string& path, const std::string& parse
     format_ = "jsonl";
   }
   if (parser == "link-grammar") {
-    auto source = std::make_unique<ParsingSource>(path, json_field);
+    auto source = std::make_unique<ParsingSource>(path, json_field, slice);
     total_bytes_ = source->total_bytes();
+    slice_mode_ = source->slice_mode();
     source_ = std::move(source);
     parser_ = "link-grammar";
   } else {
-    auto source = std::make_unique<TextSource>(path, json_field);
+    auto source = std::make_unique<TextSource>(path, json_field, slice);
     total_bytes_ = source->total_bytes();
+    slice_mode_ = source->slice_mode();
     source_ = std::move(source);
   }
 }

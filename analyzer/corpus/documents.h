@@ -11,6 +11,7 @@
 #include <string>
 
 #include "analyzer/corpus/parsed_sentence.h"
+#include "analyzer/corpus/text_lines.h"
 
 namespace headscan {
 
@@ -35,8 +36,10 @@ class DocumentReader {
  public:
   // `parser`: "link-grammar" or "none"; CoNLL-U trees are used unless it is "none". A ".jsonl"
   // file is JSON Lines: one object per line, the document in its string field `text_field`.
+  // `slice`: the part of the corpus a shard reads (CorpusSlice); counts are the slice's.
   // Throws InputError for an unreadable corpus, an unknown parser, or a missing dictionary.
-  DocumentReader(const std::string& path, const std::string& parser, const std::string& text_field = "text");
+  DocumentReader(const std::string& path, const std::string& parser, const std::string& text_field = "text",
+                 CorpusSlice slice = {});
   ~DocumentReader();
   DocumentReader(const DocumentReader&) = delete;
   DocumentReader& operator=(const DocumentReader&) = delete;
@@ -48,7 +51,8 @@ class DocumentReader {
   const char* format() const { return format_; }  // "text", "jsonl" or "conllu"
   const char* parser() const { return parser_; }  // "link-grammar", "conllu" or "none"
   const DocumentCounts& counts() const { return counts_; }
-  std::uint64_t total_bytes() const { return total_bytes_; }
+  std::uint64_t total_bytes() const { return total_bytes_; }  // of the slice; 0 when unknown
+  const char* slice_mode() const { return slice_mode_; }      // TextLineReader::slice_mode()
 
  private:
   class Source;
@@ -62,6 +66,7 @@ class DocumentReader {
   std::uint64_t total_bytes_ = 0;
   const char* format_ = "text";
   const char* parser_ = "none";
+  const char* slice_mode_ = "whole";
 };
 
 // Whether `path` names a CoNLL-U corpus (".conllu", any case, maybe compressed: ".conllu.gz").

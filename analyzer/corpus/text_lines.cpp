@@ -153,8 +153,9 @@ std::size_t repair_utf8(std::string& text) {
   return replacements;
 }
 
-TextLineReader::TextLineReader(const std::string& path, const std::string& expected, const std::string& kind)
-    : path_(path) {
+TextLineReader::TextLineReader(const std::string& path, const std::string& expected, const std::string& kind,
+                               CorpusSlice slice, SliceUnits units)
+    : path_(path), where_(path), slice_(slice), units_(units) {
   namespace fs = std::filesystem;
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
@@ -186,6 +187,81 @@ TextLineReader::TextLineReader(const std::string& path, const std::string& expec
   const bool more_follows = sample.size() == kSniffBytes && in_.peek() != std::char_traits<char>::eof();
   reject_binary(path, expected, sample, more_follows);
   open();
+  if (slice.whole()) return;
+  if (std::string_view(compression_) == "none" && total_bytes_ > 0) {
+    enter_byte_range(slice, units);
+  } else {
+    slice_mode_ = "documents";
+  }
+}
+
+namespace {
+
+bool is_blank_line(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line.find_first_not_of(" \t") == std::string_view::npos;
+}
+
+// Whether the bytes of `file` before `end`, back to the previous line break (or the file's start),
+// are blank: spaces, tabs and carriage returns only.
+bool blank_before(std::ifstream& file, std::uint64_t end) {
+  constexpr std::uint64_t kChunk = 4096;
+  std::string chunk;
+  while (end > 0) {
+    const std::uint64_t begin = end > kChunk ? end - kChunk : 0;
+    chunk.resize(end - begin);
+    file.clear();
+    file.seekg(static_cast<std::streamoff>(begin));
+    file.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    for (std::size_t i = chunk.size(); i-- > 0;) {
+      if (chunk[i] == '\n') return true;
+      if (chunk[i] != ' ' && chunk[i] != '\t' && chunk[i] != '\r') return false;
+    }
+    end = begin;
+  }
+  return true;
+}
+
+// The first document start at or after `offset` in the plain file at `path` of `size` bytes: a line
+// start (or, for blocks, a line start after a blank line); `size` when there is none.
+std::uint64_t document_start_from(const std::string& path, std::uint64_t size, std::uint64_t offset, SliceUnits units) {
+  if (offset == 0) return 0;
+  if (offset >= size) return size;
+  std::ifstream file(path, std::ios::binary);
+  file.seekg(static_cast<std::streamoff>(offset - 1));
+  std::string rest;
+  // The rest of the line holding byte offset - 1: the next line starts after it.
+  if (!std::getline(file, rest) || file.eof()) return size;
+  std::uint64_t start = offset + rest.size();
+  if (units == SliceUnits::lines) return start;
+  bool blank = is_blank_line(rest) && blank_before(file, offset - 1);
+  file.clear();
+  file.seekg(static_cast<std::streamoff>(start));
+  while (!blank) {
+    if (!std::getline(file, rest) || file.eof()) return size;
+    start += rest.size() + 1;
+    blank = is_blank_line(rest);
+  }
+  return start;
+}
+
+}  // namespace
+
+void TextLineReader::enter_byte_range(CorpusSlice slice, SliceUnits units) {
+  // floor(total · index / count) without overflow: count and index are at most kMaxShards.
+  const auto bound = [&](std::uint64_t index) {
+    return total_bytes_ / slice.count * index + total_bytes_ % slice.count * index / slice.count;
+  };
+  const std::uint64_t begin = bound(slice.index);
+  range_end_ = bound(slice.index + 1);
+  range_start_ = document_start_from(path_, total_bytes_, begin, units);
+  position_ = range_start_;
+  if (range_start_ > 0) {
+    in_.seekg(static_cast<std::streamoff>(range_start_));
+    where_ = fmt::format("{} (shard {}/{}, lines counted from byte {})", path_, slice.index, slice.count, range_start_);
+  }
+  total_bytes_ = range_end_ > range_start_ ? range_end_ - range_start_ : 0;
+  slice_mode_ = "bytes";
 }
 
 void TextLineReader::open() {
@@ -208,42 +284,59 @@ std::uint64_t TextLineReader::bytes_read() const {
   if (const auto* decompressing = dynamic_cast<const DecompressingBuffer*>(buffer_.get())) {
     return decompressing->compressed_bytes_read();
   }
-  return bytes_read_;
+  return position_ - range_start_;
 }
 
 bool TextLineReader::next(std::string& line) {
+  const std::string_view mode(slice_mode_);
+  for (;;) {
+    const bool starts_document = at_document_start_;
+    if (mode == "bytes" && starts_document && position_ >= range_end_) return false;
+    const std::uint64_t line_start = position_;
+    if (!read_line(line)) return false;
+    ++line_number_;
+    if (units_ == SliceUnits::blocks) at_document_start_ = is_blank_line(line);
+    if (mode == "documents") {
+      if (starts_document) ++document_index_;
+      if ((document_index_ - 1) % slice_.count != slice_.index) continue;
+    }
+    ++lines_read_;
+    if (line_start == 0 && std::string_view(line).substr(0, 3) == kUtf8ByteOrderMark) line.erase(0, 3);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::size_t replaced = repair_utf8(line);
+    if (replaced > 0) {
+      ++invalid_lines_;
+      replacements_ += replaced;
+    }
+    return true;
+  }
+}
+
+bool TextLineReader::read_line(std::string& line) {
   if (!std::getline(in_, line)) {
     const auto* decompressing = dynamic_cast<const DecompressingBuffer*>(buffer_.get());
     if (decompressing != nullptr && !decompressing->error().empty()) {
       throw InputError(fmt::format("{}: the {} data is damaged after line {} ({}); check or recreate the file",
-                                   path_, compression_, lines_read_, decompressing->error()));
+                                   path_, compression_, line_number_, decompressing->error()));
     }
     if (in_.bad()) {
-      throw std::runtime_error(path_ + ": reading failed after line " + std::to_string(lines_read_) + " (" +
+      throw std::runtime_error(where_ + ": reading failed after line " + std::to_string(line_number_) + " (" +
                                std::strerror(errno) + ")");
     }
     return false;
   }
   const bool ended_with_newline = !in_.eof();  // the last line may lack its '\n'
-  bytes_read_ += line.size() + (ended_with_newline ? 1 : 0);
-  ++lines_read_;
-  if (lines_read_ == 1 && std::string_view(line).substr(0, 3) == kUtf8ByteOrderMark) line.erase(0, 3);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  const std::size_t replaced = repair_utf8(line);
-  if (replaced > 0) {
-    ++invalid_lines_;
-    replacements_ += replaced;
-  }
+  position_ += line.size() + (ended_with_newline ? 1 : 0);
   return true;
 }
 
-TextCorpusReader::TextCorpusReader(const std::string& path, std::optional<std::string> json_field)
-    : lines_(path, json_field ? kExpectedJsonLines : kExpected, "text file"), json_field_(std::move(json_field)) {}
+TextCorpusReader::TextCorpusReader(const std::string& path, std::optional<std::string> json_field, CorpusSlice slice)
+    : lines_(path, json_field ? kExpectedJsonLines : kExpected, "text file", slice), json_field_(std::move(json_field)) {}
 
 bool TextCorpusReader::next(CorpusLine& line) {
   while (lines_.next(line.text)) {
     if (line.text.empty()) continue;
-    line.line_number = lines_.lines_read();
+    line.line_number = lines_.line_number();
     if (json_field_ && !document_of_json_line(line)) continue;
     ++documents_read_;
     return true;
@@ -252,7 +345,7 @@ bool TextCorpusReader::next(CorpusLine& line) {
 }
 
 bool TextCorpusReader::document_of_json_line(CorpusLine& line) const {
-  const std::string where = fmt::format("{}:{}", path(), line.line_number);
+  const std::string where = fmt::format("{}:{}", lines_.where(), line.line_number);
   check_json_depth(line.text, where);
   const nlohmann::json object = nlohmann::json::parse(line.text, nullptr, /*allow_exceptions=*/false);
   const char* found = object.is_discarded() ? "a line that is not JSON"

@@ -11,6 +11,23 @@
 
 namespace headscan {
 
+// The part of a corpus one process reads (--shard I/N): all of it when count is 1. The shards of
+// a corpus together read each document exactly once.
+//  - A plain file is cut into `count` byte ranges of equal size; each range is moved forward to
+//    the next document start, and a shard reads the documents that start in its range. Only its
+//    own bytes are read (and a few before them, to find the start).
+//  - A compressed file cannot be entered in the middle: every shard reads the stream and keeps
+//    documents index, index + count, index + 2·count, ...
+// A document starts at every line, or for CoNLL-U (SliceUnits::blocks) at the line after a
+// blank line: a block of lines ending in a blank line holds at most one sentence.
+struct CorpusSlice {
+  std::uint64_t index = 0;
+  std::uint64_t count = 1;
+  bool whole() const { return count <= 1; }
+};
+
+enum class SliceUnits { lines, blocks };
+
 struct CorpusLine {
   std::string text;              // valid UTF-8, no line break, never empty
   std::size_t line_number = 0;   // 1-based line number in the file
@@ -27,13 +44,21 @@ class TextLineReader {
   // line)"), `kind` what to give instead of a directory ("text file"). Throws InputError when it is
   // missing, a directory, unreadable, a pipe that cannot be read twice, or binary (NUL bytes, a
   // UTF-16 byte order mark, or mostly invalid UTF-8 in its first 64 KiB).
-  TextLineReader(const std::string& path, const std::string& expected, const std::string& kind);
+  // `slice` names the part of the file to read, `units` where its documents start.
+  TextLineReader(const std::string& path, const std::string& expected, const std::string& kind,
+                 CorpusSlice slice = {}, SliceUnits units = SliceUnits::lines);
 
-  // The next line, empty ones included; false at the end of the file.
+  // The next line of the slice, empty ones included; false at the end of the slice.
   bool next(std::string& line);
 
   const std::string& path() const { return path_; }
-  std::size_t lines_read() const { return lines_read_; }  // 1-based number of the last line read
+  // The file as messages name it before a line number: the path, and for a byte range of a shard
+  // where its line numbers count from ("c.txt (shard 2/4, lines counted from byte 5120)").
+  const std::string& where() const { return where_; }
+  std::size_t lines_read() const { return lines_read_; }    // lines of the slice read so far
+  std::size_t line_number() const { return line_number_; }  // 1-based number of the last line read
+  // How the slice is read: "whole", "bytes" or "documents" (see CorpusSlice).
+  const char* slice_mode() const { return slice_mode_; }
   std::size_t lines_with_invalid_utf8() const { return invalid_lines_; }
   std::size_t invalid_utf8_replacements() const { return replacements_; }
   // Bytes of the file read so far (of a compressed file: compressed bytes), for progress.
@@ -44,16 +69,29 @@ class TextLineReader {
  private:
   // (Re)opens the file from its start, decompressing when it is compressed.
   void open();
+  // Positions a plain file at the first document start of the slice's byte range.
+  void enter_byte_range(CorpusSlice slice, SliceUnits units);
+  // The next raw line of the file, whoever's it is; false at its end.
+  bool read_line(std::string& line);
 
   std::string path_;
+  std::string where_;
   std::string expected_;
   const char* compression_ = "none";
   std::unique_ptr<std::streambuf> buffer_;
   std::istream in_{nullptr};
+  CorpusSlice slice_;
+  SliceUnits units_ = SliceUnits::lines;
+  const char* slice_mode_ = "whole";
+  std::uint64_t position_ = 0;      // offset of the next line in the (decompressed) file
+  std::uint64_t range_start_ = 0;   // "bytes": the first document start of the range
+  std::uint64_t range_end_ = 0;     // "bytes": documents starting here or later are another shard's
+  bool at_document_start_ = true;   // whether the next line starts a document
+  std::uint64_t document_index_ = 0;  // "documents": documents started so far
+  std::size_t line_number_ = 0;
   std::size_t lines_read_ = 0;
   std::size_t invalid_lines_ = 0;
   std::size_t replacements_ = 0;
-  std::uint64_t bytes_read_ = 0;
   std::uint64_t total_bytes_ = 0;
 };
 
@@ -62,7 +100,8 @@ class TextCorpusReader {
   // Opens the corpus. Throws InputError if it is missing, unreadable, a directory, or binary
   // (NUL bytes or mostly invalid UTF-8 in its first 64 KiB). With `json_field` the file is JSON
   // Lines: each non-empty line is an object whose string field `json_field` is the document.
-  explicit TextCorpusReader(const std::string& path, std::optional<std::string> json_field = std::nullopt);
+  explicit TextCorpusReader(const std::string& path, std::optional<std::string> json_field = std::nullopt,
+                            CorpusSlice slice = {});
 
   // Reads the next non-empty document (TextLineReader's rules): a line, or a JSON Lines object's
   // field (which may hold line breaks; an empty string is skipped like an empty line). Returns false

@@ -11,9 +11,11 @@
 
 #include "analyzer/errors.h"
 #include "analyzer/run/analysis.h"
+#include "analyzer/run/count_warnings.h"
 #include "analyzer/run/output_dir.h"
 #include "analyzer/run/pass.h"
 #include "analyzer/run/run_state.h"
+#include "analyzer/run/shard_run.h"
 #include "analyzer/run/spooled_input.h"
 #include "heads/registry.h"
 #include "reports/heads_json.h"
@@ -21,9 +23,6 @@
 
 namespace headscan {
 namespace {
-
-// Fewer parsed sentences than this give too few arcs for most relations to reach their support.
-constexpr std::int64_t kFewParsedSentences = 50;
 
 void load_model_and_text(RunState& state) {
   const AnalysisOptions& options = state.options;
@@ -39,12 +38,16 @@ void load_model_and_text(RunState& state) {
   state.warnings.insert(state.warnings.end(), state.text.warnings.begin(), state.text.warnings.end());
 }
 
-// Opens the corpus and reads its first document, on which the model's shape is detected.
+// Opens the corpus and reads its first document, on which the model's shape is detected. A shard
+// reads its own slice, and the shape off the corpus's first document, whichever shard has it.
 void open_corpus(RunState& state) {
-  state.reader =
-      std::make_unique<DocumentReader>(state.options.corpus_path, state.options.parser, state.options.text_field);
-  const DocumentReader& reader = *state.reader;
-  if (!state.read_document(*state.reader, state.first_sequences, nullptr, state.options.max_sequences)) {
+  const AnalysisOptions& options = state.options;
+  state.reader = std::make_unique<DocumentReader>(options.corpus_path, options.parser, options.text_field,
+                                                  options.shard.value_or(CorpusSlice{}));
+  std::unique_ptr<DocumentReader> whole;
+  if (options.shard) whole = std::make_unique<DocumentReader>(options.corpus_path, "none", options.text_field);
+  DocumentReader& reader = options.shard ? *whole : *state.reader;
+  if (!state.read_document(reader, state.first_sequences, nullptr, options.max_sequences)) {
     throw InputError(fmt::format("{}: the corpus is empty: no {} gives any token ({} lines read); give a "
                                  "text file with one document per line, or a CoNLL-U file ending in .conllu",
                                  reader.path(), std::string(reader.format()) == "conllu" ? "sentence" : "line",
@@ -55,20 +58,7 @@ void open_corpus(RunState& state) {
   } catch (...) {
     rethrow_with_context(state.model->path() + ": ");
   }
-}
-
-// Syntactic labels need parses: say so when few or none were had.
-void warn_about_parses(RunState& state, const DocumentCounts& counts, const Thresholds& thresholds) {
-  if (state.corpus_summary.parser == "none") {
-    state.warnings.push_back("no dependency parses (--parser none), so no syntactic scores: give plain English text "
-                             "to parse with link-grammar, or a CoNLL-U corpus (.conllu)");
-  } else if (counts.parsed_sentences < kFewParsedSentences) {
-    state.warnings.push_back(fmt::format(
-        "{} parsed {} of {} sentence(s): syntactic labels need parses (support of {} arcs per relation); "
-        "link-grammar parses English only, so for other languages give a CoNLL-U corpus (.conllu) from a parser "
-        "for that language",
-        state.corpus_summary.parser, counts.parsed_sentences, counts.sentences, thresholds.at("syntactic_support")));
-  }
+  if (options.shard) state.first_sequences.clear();  // the corpus pass reads the slice from its start
 }
 
 nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresholds, const RunSummary& run) {
@@ -100,15 +90,21 @@ nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresho
   corpus.parser = reader.parser();
   corpus.sentences = counts.sentences;
   corpus.parsed_sentences = counts.parsed_sentences;
-  if (counts.lines_with_invalid_utf8 > 0) {
-    state.warnings.push_back(fmt::format("{}: {} line(s) had invalid UTF-8, replaced by U+FFFD ({} replacement(s))",
-                                         reader.path(), counts.lines_with_invalid_utf8,
-                                         counts.invalid_utf8_replacements));
-  }
-  warn_about_parses(state, counts, thresholds);
-  if (corpus.truncated) state.warnings.push_back(fmt::format("stopped after --max-sequences {}", options.max_sequences));
+  const std::vector<std::string> warnings =
+      count_warnings(reader.path(), corpus, static_cast<std::int64_t>(counts.invalid_utf8_replacements), thresholds,
+                     options.max_sequences);
+  state.warnings.insert(state.warnings.end(), warnings.begin(), warnings.end());
   return make_heads_json(model, corpus, state.probe_summary, thresholds,
                          state.classifiers.finalize(thresholds, model.kv_heads), run, state.warnings);
+}
+
+// A model that is not causal runs its example sequences again, each alone, once the passes are done.
+void capture_examples_if_needed(RunState& state) {
+  if (state.record_examples) return;
+  state.corpus_examples = capture_examples(*state.model, state.corpus_example_chooser.chosen(), *state.text.tokenizer,
+                                           state.shape, "corpus line");
+  state.probe_examples =
+      capture_examples(*state.model, state.probe_example_sequences, *state.text.tokenizer, state.shape, "probe");
 }
 
 // idf.txt, the HTML pages and the PNG plots (heads.json is written last, with their time).
@@ -116,12 +112,7 @@ void write_reports(RunState& state, const nlohmann::ordered_json& document, cons
   const AnalysisOptions& options = state.options;
   state.frequencies->save((output.staging() / "idf.txt").string(), *state.text.tokenizer);
   if (!options.html && !options.plots) return;
-  if (!state.record_examples) {
-    state.corpus_examples = capture_examples(*state.model, state.corpus_example_chooser.chosen(),
-                                             *state.text.tokenizer, state.shape, "corpus line");
-    state.probe_examples = capture_examples(*state.model, state.probe_example_sequences, *state.text.tokenizer,
-                                            state.shape, "probe");
-  }
+  capture_examples_if_needed(state);
   headscan::write_reports(output.staging(), document, state.corpus_examples, state.probe_examples,
                           ReportOptions{options.html, options.plots});
 }
@@ -178,6 +169,7 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
     throw InputError(fmt::format("--threads {}: this machine has {} cores; give at most {} (0: all of them)",
                                  options.threads, cores, cores));
   }
+  check_shard_options(options);
   OutputDirectory output(options.output_dir, options.force,
                          {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path});
   const auto start = std::chrono::steady_clock::now();
@@ -203,7 +195,7 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
   open_corpus(state);
   if (options.ablation) state.objective = choose_ablation_objective(state);
   state.classifiers.begin(state.shape);
-  state.record_examples = state.shape.causal && (options.html || options.plots);
+  state.record_examples = state.shape.causal && (options.html || options.plots || options.shard);
   end_phase("shape");
   for (const auto& pass : make_passes(options)) {
     pass->run(state);
@@ -211,11 +203,29 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
   }
 
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::vector<std::string> pass_warnings = state.warnings;
   nlohmann::ordered_json document = heads_document(state, thresholds, run);
-  if (state.objective) add_ablation_json(document, state);
+  const bool ablated = state.objective && !(options.shard && options.shard->index != 0);
+  if (ablated) add_ablation_json(document, state);
+  if (spooled) document["corpus"]["path"] = "-";
+  if (options.shard) {
+    capture_examples_if_needed(state);
+    save_shard_state(state, document, pass_warnings, run, output);
+    output.commit();
+    AnalysisSummary summary;
+    summary.output_dir = options.output_dir;
+    summary.layers = state.shape.layers;
+    summary.heads = state.shape.heads;
+    summary.sequences = state.corpus_summary.sequences;
+    summary.tokens = state.corpus_summary.tokens;
+    summary.seconds = run.seconds;
+    summary.shard_state = true;
+    summary.warnings = pass_warnings;  // the counts' warnings are the merge's, over the whole corpus
+    summary.warnings.insert(summary.warnings.end(), output.notes().begin(), output.notes().end());
+    return summary;
+  }
   write_reports(state, document, output);
   end_phase("reports");
-  if (spooled) document["corpus"]["path"] = "-";
   set_run(document, run);
   write_json_file(document, output.staging() / "heads.json");
   output.commit();

@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "analyzer/corpus/text_lines.h"
 
 namespace headscan {
 
@@ -27,6 +30,9 @@ struct AnalysisOptions {
   std::map<std::string, double> thresholds;  // overrides by name
   bool ablation = false;                  // the causal passes (importance, ablation, pruning, circuits)
   std::int64_t ablation_sequences = 32;   // the first N sequences of the corpus are the ablation set
+  // --shard I/N: analyse the I-th of N slices of the corpus and write the shard's state for
+  // `headscan merge` (analyzer/run/shard_state.h) instead of a report.
+  std::optional<CorpusSlice> shard;
   bool progress = true;                   // progress on stderr
   bool html = true;                       // index.html and per-head pages
   bool plots = true;                      // PNG plots
@@ -42,6 +48,7 @@ struct AnalysisSummary {
   std::map<std::string, int> label_counts;  // primary label → heads
   std::vector<std::string> findings;        // --ablation: what the causal passes found, one line each
   std::vector<std::string> warnings;
+  bool shard_state = false;  // --shard: output_dir holds a shard's state, not a report
 };
 
 // Throws InputError for bad input (exit 2) and other exceptions for failures while running.

@@ -45,7 +45,8 @@ class CorpusPass : public Pass {
     do {
       for (auto& sequence : sequences) {
         if (by_sequences && queued == options.max_sequences) break;
-        if (state.objective && queued < options.ablation_sequences) {
+        // A shard's ablation set is read by shard 0 from the corpus's start (make_ablation_set_pass).
+        if (state.objective && !options.shard && queued < options.ablation_sequences) {
           if (auto item = make_ablation_item(sequence, *state.objective, static_cast<std::size_t>(queued), options.seed)) {
             state.ablation_items.push_back(std::move(*item));
           }

@@ -23,11 +23,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// What a headscan report directory holds at its top level.
+// What a headscan report directory, or a shard's (--shard), holds at its top level.
 bool is_report_entry(const fs::directory_entry& entry) {
   const std::string name = entry.path().filename().string();
   if (entry.is_directory()) return name == "heads" || name == "plots" || name == "data";
-  return name == "heads.json" || name == "idf.txt" || name == "index.html";
+  return name == "heads.json" || name == "idf.txt" || name == "index.html" || name == "state.json" ||
+         name == "examples.bin";
 }
 
 // --force may replace an earlier report only: refuses a directory that holds an input of this run
@@ -53,10 +54,10 @@ void check_replaceable(const fs::path& target, const std::vector<std::string>& i
                                    "or move that file away",
                                    target.string(), entry.path().filename().string()));
     }
-    has_report = has_report || entry.path().filename() == "heads.json";
+    has_report = has_report || entry.path().filename() == "heads.json" || entry.path().filename() == "state.json";
   }
   if (error || !has_report) {
-    throw InputError(fmt::format("{}: the output directory is not a headscan report (no heads.json); --force "
+    throw InputError(fmt::format("{}: the output directory is not a headscan report (no heads.json) or shard (no state.json); --force "
                                  "replaces an earlier report only: choose another directory with -o DIR",
                                  target.string()));
   }

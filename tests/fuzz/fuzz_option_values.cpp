@@ -1,4 +1,5 @@
 // --threshold NAME=VALUE: each input line is one value; accepted values are finite and in range.
+// --shard I/N: the first line is one value; an accepted one has I < N <= kMaxShards.
 
 #include <cmath>
 #include <string>
@@ -11,6 +12,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> values;
   for (std::string_view line : headscan::fuzz::lines_of(std::string_view(reinterpret_cast<const char*>(data), size))) {
     values.emplace_back(line);
+  }
+  if (!values.empty()) {
+    try {
+      const headscan::ShardOption shard = headscan::parse_shard_option(values.front());
+      HEADSCAN_FUZZ_CHECK(shard.count >= 1 && shard.count <= headscan::kMaxShards && shard.index < shard.count);
+    } catch (const headscan::InputError&) {
+    }
   }
   try {
     for (const auto& [name, value] : headscan::parse_threshold_options(values)) {

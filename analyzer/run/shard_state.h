@@ -1,0 +1,93 @@
+#pragma once
+// The state a shard run (--shard I/N) leaves in its directory for `headscan merge`: state.json,
+// and examples.bin with the attention of its example sequences. Reading and checking them needs no
+// LibTorch, so the reader is fuzzed (tests/fuzz/fuzz_shard_state.cpp).
+//
+// state.json: {"format": "headscan-shard", "version": 1, "headscan_version",
+//   "shard": {"index", "count", "slice"},       the part of the corpus read (CorpusSlice)
+//   "agree": {...},                              what every shard of one run must share: model and
+//                                                tokenizer fingerprints, options, idf source, shape
+//   "shape": {"layers", "heads", "causal"},
+//   "counts": {"lines", "documents", ...},       of the shard's slice
+//   "statistics": {...},                         every classifier's save()
+//   "document": {...},                           the shard's own heads.json (its slice's scores):
+//                                                model, probes and ablation sections come from it
+//   "warnings": [...],                           of the setup and passes (not of the counts)
+//   "examples": [...], "probe_examples": [...],  example sequences, attention in examples.bin
+//   "example_floats", "seconds", "phases"}
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace headscan {
+
+constexpr const char* kShardStateFormat = "headscan-shard";
+constexpr int kShardStateVersion = 1;
+constexpr const char* kShardStateFile = "state.json";
+constexpr const char* kShardExamplesFile = "examples.bin";
+// The longest example sequence a state holds (ExampleSequence::kMaxExampleTokens).
+constexpr std::size_t kMaxSavedExampleTokens = 64;
+
+// Counts of a shard's slice of the corpus: they add up to the whole corpus's.
+struct ShardCounts {
+  std::int64_t lines = 0;
+  std::int64_t documents = 0;
+  std::int64_t sequences = 0;
+  std::int64_t tokens = 0;
+  std::int64_t lines_with_invalid_utf8 = 0;
+  std::int64_t invalid_utf8_replacements = 0;
+  std::int64_t sentences = 0;
+  std::int64_t parsed_sentences = 0;
+
+  void add(const ShardCounts& other);
+};
+
+// An example sequence whose attention ([layers][heads][T][T] float32) is in examples.bin.
+struct SavedExample {
+  // Its place in the corpus: examples of all shards sorted by key are in corpus order.
+  std::pair<std::uint64_t, std::uint64_t> key;
+  std::string source;
+  std::vector<std::string> tokens;
+  std::vector<bool> special;
+  std::uint64_t offset = 0;  // index of its first float in examples.bin
+};
+
+struct ShardState {
+  std::string directory;
+  std::uint64_t index = 0;
+  std::uint64_t count = 1;
+  std::string slice;              // "whole", "bytes" or "documents"
+  nlohmann::ordered_json agree;   // must be equal in every shard
+  int layers = 0;
+  int heads = 0;
+  bool causal = true;
+  ShardCounts counts;
+  nlohmann::json statistics;
+  nlohmann::ordered_json document;
+  std::vector<std::string> warnings;
+  std::vector<SavedExample> examples;
+  std::vector<SavedExample> probe_examples;
+  std::uint64_t example_floats = 0;
+  double seconds = 0;
+  std::vector<std::pair<std::string, double>> phases;
+};
+
+nlohmann::ordered_json counts_json(const ShardCounts& counts);
+nlohmann::ordered_json saved_example_json(const SavedExample& example);
+
+// Parses state.json's text; `where` names it in messages. Throws InputError naming what is wrong
+// when the text is not a shard state of this version, or a field is missing or of the wrong type.
+ShardState parse_shard_state(const std::string& text, const std::string& where);
+
+// Reads DIR/state.json and checks that DIR/examples.bin holds example_floats floats.
+ShardState read_shard_state(const std::string& directory);
+
+// Checks that the shards make one run: the same count, every index exactly once, equal "agree"
+// sections. Throws InputError naming the shards and the difference. Returns them by index.
+std::vector<ShardState> order_shards(std::vector<ShardState> shards);
+
+}  // namespace headscan
