@@ -2,6 +2,10 @@
 // Per-head running means of a per-query quantity, the statistic behind most head scores: sums per
 // (layer, head) and query counts per layer. Sums and counts, so they merge across shards.
 // QueryMean is the same for a quantity that does not depend on the head.
+//
+// Each batch's sum (in double) is added to an ExactSum: fixed point with 40 fractional bits in
+// 128 bits, whose additions are exact. So the total does not depend on the order in which batches
+// or merged shards are added, and shards merge to the single run's sums bit for bit.
 
 #include <cstdint>
 #include <vector>
@@ -11,6 +15,20 @@
 #include "heads/classifier.h"
 
 namespace headscan {
+
+class ExactSum {
+ public:
+  void add(double value);
+  void add(const ExactSum& other) { units_ += other.units_; }
+  double value() const;
+  // Saved as two integers, the high and low 64 bits.
+  nlohmann::json save() const;
+  static ExactSum load(const nlohmann::json& saved);
+
+ private:
+  __extension__ using Units = __int128;
+  Units units_ = 0;  // the sum in units of 2^-40
+};
 
 class HeadMeans {
  public:
@@ -29,7 +47,7 @@ class HeadMeans {
 
  private:
   ModelShape shape_;
-  std::vector<std::vector<double>> sums_;  // [layer][head]
+  std::vector<std::vector<ExactSum>> sums_;  // [layer][head]
   std::vector<std::int64_t> counts_;       // [layer]
 };
 
@@ -46,7 +64,7 @@ class QueryMean {
   void merge(const nlohmann::json& saved);
 
  private:
-  double sum_ = 0;
+  ExactSum sum_;
   std::int64_t count_ = 0;
 };
 

@@ -2,7 +2,7 @@
 # Fuzzes headscan's parsers of untrusted input with libFuzzer (tests/fuzz/, README "Fuzzing and
 # limits"). Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS   how long each target runs (default 60); targets run one after the other, one job each
-#   TARGET    tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values
+#   TARGET    tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values shard_state
 #             torchscript_pickle
 #             (default: all)
 # Installs clang and the libraries it needs from Debian's packages (only what is missing), builds
@@ -17,7 +17,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 [[ $# -gt 0 ]] && shift
-all_targets=(tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values torchscript_pickle)
+all_targets=(tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values torchscript_pickle shard_state)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds == 0)); then

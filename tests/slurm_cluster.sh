@@ -15,7 +15,7 @@
 # removes the directory; HEADSCAN_SLURM_KEEP=1 keeps the directory.
 #
 # Needs root (slurmd runs the jobs as root here). HEADSCAN_SLURM_TIMEOUT: seconds for the jobs
-# (default 600). Exit codes: 0 passed, 1 failed, 2 bad usage, 77 skipped: not root, or no slurm-wlm
+# (default 300). Exit codes: 0 passed, 1 failed, 2 bad usage, 77 skipped: not root, or no slurm-wlm
 # or munge package to install.
 set -euo pipefail
 
@@ -43,8 +43,11 @@ have_tools() {
   for tool in "${tools[@]}"; do command -v "$tool" >/dev/null || return 1; done
 }
 if ! have_tools; then
+  # Two of these tests at once (ctest -j) take turns at apt-get.
+  exec 9>/tmp/headscan-slurm-install.lock
+  flock 9
   source "$root/scripts/install_packages.sh"
-  if ! install_packages slurm-test slurm-wlm munge || ! have_tools; then
+  if ! have_tools && { ! install_packages slurm-test slurm-wlm munge || ! have_tools; }; then
     for package in slurm-wlm munge; do
       candidate=$(apt-cache policy "$package" 2>/dev/null | sed -n 's/^ *Candidate: //p')
       if [[ -z $candidate || $candidate == "(none)" ]]; then
@@ -55,6 +58,7 @@ if ! have_tools; then
     echo "slurm cluster: FAILED: could not install slurm-wlm and munge" >&2
     exit 1
   fi
+  exec 9>&-
 fi
 
 # --- The cluster's directory, and stopping everything on exit -------------------------------------
@@ -70,20 +74,27 @@ while read -r name; do unset "$name"; done < <(compgen -e | grep -E '^(SLURM|SBA
 unset HEADSCAN_SBATCH_OPTIONS
 export SLURM_CONF=$tmp/slurm.conf
 
-stop_daemon() {  # NAME PID_FILE: TERM, then KILL after 10 s; fails if it is still there
-  local name=$1 pid_file=$2 pid tries
-  [[ -s $pid_file ]] || return 0
-  pid=$(<"$pid_file")
-  [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$name" ]] || return 0
-  kill "$pid" 2>/dev/null || true
+stop_daemons() {  # NAME:PID_FILE...: TERM to all at once, KILL after 10 s; fails if one is still there
+  local daemon name pid tries alive pids=()
+  for daemon in "$@"; do
+    name=${daemon%%:*}
+    pid=$(cat "${daemon#*:}" 2>/dev/null) || continue
+    # Only the process the pid file names, and only while it is still that daemon.
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$name" ]] || continue
+    kill "$pid" 2>/dev/null && pids+=("$pid")
+  done
   for ((tries = 0; tries < 100; tries++)); do
-    [[ -e /proc/$pid ]] || return 0
+    alive=0
+    for pid in "${pids[@]}"; do [[ -e /proc/$pid ]] && alive=1; done
+    ((alive)) || return 0
     sleep 0.1
   done
-  echo "slurm cluster: $name ($pid) did not stop in 10 s: killing it" >&2
-  kill -KILL "$pid" 2>/dev/null || true
-  sleep 0.5
-  [[ ! -e /proc/$pid ]]
+  for pid in "${pids[@]}"; do
+    [[ -e /proc/$pid ]] || continue
+    echo "slurm cluster: $(cat "/proc/$pid/comm" 2>/dev/null) ($pid) did not stop in 10 s: killing it" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  return 1
 }
 show_logs() {
   local file
@@ -104,16 +115,16 @@ cleanup() {
     done
   fi
   ((status == 0)) || show_logs
-  stop_daemon slurmd "$tmp/run/slurmd.pid" || status=1
-  stop_daemon slurmctld "$tmp/run/slurmctld.pid" || status=1
-  stop_daemon munged "$tmp/munge/munged.pid" || status=1
-  # A job step the cancel missed still has this cluster's SLURM_CONF in its environment.
-  for pid in $(grep -lsz "^SLURM_CONF=$tmp/slurm.conf\$" /proc/[0-9]*/environ | cut -d/ -f3); do
-    ((pid == $$)) && continue
+  stop_daemons "slurmd:$tmp/run/slurmd.pid" "slurmctld:$tmp/run/slurmctld.pid" \
+    "munged:$tmp/munge/munged.pid" || status=1
+  # A job process the cancel missed has this cluster's SLURM_CONF in its environment; this
+  # shell's own children (grep, cut) must not.
+  export -n SLURM_CONF
+  while read -r pid; do
     echo "slurm cluster: killing leftover job process $pid ($(cat "/proc/$pid/comm" 2>/dev/null))" >&2
     kill -KILL "$pid" 2>/dev/null || true
     status=1
-  done
+  done < <(grep -lsz "^SLURM_CONF=$tmp/slurm.conf\$" /proc/[0-9]*/environ | cut -d/ -f3)
   if [[ ${HEADSCAN_SLURM_KEEP:-0} == 1 ]]; then
     echo "slurm cluster: kept $tmp"
   else
@@ -187,7 +198,8 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
 SlurmdTimeout=30
-# sbatch --wait polls every 2 s only while that is under MinJobAge/2 (else 8, then 32 s).
+# sbatch --wait polls after 2 s, then 8, then 32 s, each longer step taken only while the
+# sleep is under MinJobAge/2: at 4 it polls every 2 s (at the default 300, a job took 30 s more).
 MinJobAge=4
 NodeName=localhost NodeAddr=127.0.0.1 $hardware State=UNKNOWN
 PartitionName=test Nodes=localhost Default=YES MaxTime=INFINITE State=UP
@@ -206,7 +218,7 @@ echo "slurm cluster: munged, slurmctld and slurmd up, node idle, in $(since "$st
 # --- 3 shards and a merge, then one single run ----------------------------------------------------
 out=$tmp/out
 start=$(now)
-timeout "${HEADSCAN_SLURM_TIMEOUT:-600}" "$root/scripts/slurm/submit.sh" --shards 3 --wait \
+timeout "${HEADSCAN_SLURM_TIMEOUT:-300}" "$root/scripts/slurm/submit.sh" --shards 3 --wait \
   --headscan "$headscan" "$model" "$corpus" "$out" -- "${options[@]}" ||
   fail "submit.sh --shards 3 --wait did not succeed (exit $?)"
 echo "slurm cluster: 3 shards and the merge done in $(since "$start") s"
@@ -220,10 +232,10 @@ echo "slurm cluster: single run in $(since "$start") s"
 # --- The merged report is the single run's --------------------------------------------------------
 python3 "$root/tests/fixtures/compare_heads.py" "$tmp/single/heads.json" "$out/report/heads.json" ||
   fail "the merged heads.json differs from the single run's"
-missing=$(cd "$tmp/single" && find . -type f | while read -r file; do
+not_merged=$(cd "$tmp/single" && find . -type f | while read -r file; do
   [[ -e $out/report/$file ]] || echo "${file#./}"
 done)
-[[ -z $missing ]] || fail "files the single run wrote and the merge did not: $(echo "$missing" | tr '\n' ' ')"
+[[ -z $not_merged ]] || fail "files the single run wrote and the merge did not: $(echo "$not_merged" | tr '\n' ' ')"
 if [[ -e $tmp/single/idf.txt ]]; then
   cmp "$tmp/single/idf.txt" "$out/report/idf.txt" || fail "the merged idf.txt differs from the single run's"
 fi

@@ -261,7 +261,10 @@ bool ConlluReader::next(ConlluSentence& sentence) {
         if (first_line != 0) break;
         continue;
       }
-      if (first_line == 0) first_line = lines_.line_number();
+      if (first_line == 0) {
+        first_line = lines_.line_number();
+        sentence.chunk = lines_.chunk();
+      }
       if (line.front() == '#') continue;
       parser.add_line(line, lines_.line_number());
     }

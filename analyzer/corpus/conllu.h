@@ -17,6 +17,7 @@ struct ConlluSentence {
   // token `3-4`, its MISC applies to word 4) and none after the last word. Valid UTF-8.
   std::string text;
   std::size_t line_number = 0;  // 1-based line of the sentence's first line (comment or word)
+  std::uint64_t chunk = 0;      // the chunk of its block of lines (CorpusSlice)
   // One word per integer ID, in ID order; spans are byte offsets of the FORMs in `text`. HEAD 0
   // (root), HEAD `_` and DEPREL `_` give head -1 and relation "" (no scored arc); otherwise head =
   // HEAD - 1 and relation = DEPREL without its subtype (`obl:tmod` → `obl`).

@@ -58,6 +58,7 @@ class DocumentReader::TextSource : public DocumentReader::Source {
     if (found) {
       document.text = std::move(line.text);
       document.line_number = line.line_number;
+      document.chunk = line.chunk;
       document.parse = nullptr;
     }
     copy_counts(reader_, counts);
@@ -82,6 +83,7 @@ class DocumentReader::ConlluSource : public DocumentReader::Source {
     if (found) {
       document.text = std::move(sentence.text);
       document.line_number = sentence.line_number;
+      document.chunk = sentence.chunk;
       document.parse = keep_trees_ ? std::make_shared<const ParsedSentence>(std::move(sentence.parse)) : nullptr;
     }
     copy_line_counts(reader_.lines(), counts);
@@ -149,6 +151,7 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
           counts.sentences += parsed.sentences;
           counts.parsed_sentences += parsed.parsed;
           item.document.line_number = line.line_number;
+          item.document.chunk = line.chunk;
           if (parsed.parsed > 0) item.document.parse = std::make_shared<const ParsedSentence>(parsed.parse);
           item.document.text = std::move(line.text);
         } else {

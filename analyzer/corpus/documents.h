@@ -18,6 +18,7 @@ namespace headscan {
 struct Document {
   std::string text;                              // valid UTF-8, never empty
   std::size_t line_number = 0;                   // 1-based line of the document in the file
+  std::uint64_t chunk = 0;                       // never batched with another chunk's (CorpusSlice)
   std::shared_ptr<const ParsedSentence> parse;   // null when not parsed
 };
 

@@ -187,12 +187,18 @@ TextLineReader::TextLineReader(const std::string& path, const std::string& expec
   const bool more_follows = sample.size() == kSniffBytes && in_.peek() != std::char_traits<char>::eof();
   reject_binary(path, expected, sample, more_follows);
   open();
+  chunks_by_bytes_ = std::string_view(compression_) == "none" && total_bytes_ > 0;
+  chunk_bytes_ = chunk_bytes(total_bytes_);
   if (slice.whole()) return;
-  if (std::string_view(compression_) == "none" && total_bytes_ > 0) {
+  if (chunks_by_bytes_) {
     enter_byte_range(slice, units);
   } else {
     slice_mode_ = "documents";
   }
+}
+
+std::uint64_t chunk_bytes(std::uint64_t size) {
+  return std::max(kMinChunkBytes, size / kMaxChunks + (size % kMaxChunks != 0 ? 1 : 0));
 }
 
 namespace {
@@ -248,10 +254,9 @@ std::uint64_t document_start_from(const std::string& path, std::uint64_t size, s
 }  // namespace
 
 void TextLineReader::enter_byte_range(CorpusSlice slice, SliceUnits units) {
-  // floor(total · index / count) without overflow: count and index are at most kMaxShards.
-  const auto bound = [&](std::uint64_t index) {
-    return total_bytes_ / slice.count * index + total_bytes_ % slice.count * index / slice.count;
-  };
+  // Whole chunks: the first of shard `index` is floor(C · index / count), C ≤ kMaxChunks.
+  const std::uint64_t chunks = total_bytes_ / chunk_bytes_ + (total_bytes_ % chunk_bytes_ != 0 ? 1 : 0);
+  const auto bound = [&](std::uint64_t index) { return chunks * index / slice.count * chunk_bytes_; };
   const std::uint64_t begin = bound(slice.index);
   range_end_ = bound(slice.index + 1);
   range_start_ = document_start_from(path_, total_bytes_, begin, units);
@@ -296,10 +301,11 @@ bool TextLineReader::next(std::string& line) {
     if (!read_line(line)) return false;
     ++line_number_;
     if (units_ == SliceUnits::blocks) at_document_start_ = is_blank_line(line);
-    if (mode == "documents") {
-      if (starts_document) ++document_index_;
-      if ((document_index_ - 1) % slice_.count != slice_.index) continue;
+    if (starts_document) {
+      ++document_index_;
+      chunk_ = chunks_by_bytes_ ? line_start / chunk_bytes_ : (document_index_ - 1) / kChunkDocuments;
     }
+    if (mode == "documents" && chunk_ % slice_.count != slice_.index) continue;
     ++lines_read_;
     if (line_start == 0 && std::string_view(line).substr(0, 3) == kUtf8ByteOrderMark) line.erase(0, 3);
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -337,6 +343,7 @@ bool TextCorpusReader::next(CorpusLine& line) {
   while (lines_.next(line.text)) {
     if (line.text.empty()) continue;
     line.line_number = lines_.line_number();
+    line.chunk = lines_.chunk();
     if (json_field_ && !document_of_json_line(line)) continue;
     ++documents_read_;
     return true;

@@ -13,11 +13,18 @@ namespace headscan {
 
 // The part of a corpus one process reads (--shard I/N): all of it when count is 1. The shards of
 // a corpus together read each document exactly once.
-//  - A plain file is cut into `count` byte ranges of equal size; each range is moved forward to
-//    the next document start, and a shard reads the documents that start in its range. Only its
-//    own bytes are read (and a few before them, to find the start).
-//  - A compressed file cannot be entered in the middle: every shard reads the stream and keeps
-//    documents index, index + count, index + 2·count, ...
+//
+// A corpus is made of chunks, fixed by the file alone (not by the number of shards), and a
+// shard reads whole chunks; the analysis never puts documents of two chunks in one batch. So
+// every batch of a shard is a batch of the single run, and merged shards give the single run's
+// numbers to the last bit (a model's float results depend on the batch a sequence is in).
+//  - A plain file: chunk k holds the documents that start in bytes [k·S, (k+1)·S), with S =
+//    chunk_bytes(size). Shard I of N reads chunks floor(C·I/N) to floor(C·(I+1)/N) − 1 of the C:
+//    a contiguous byte range, entered at its first document start; it reads only its own bytes
+//    (and a few before them, to find that start).
+//  - A compressed file cannot be entered in the middle: chunk k holds documents k·D to
+//    (k+1)·D − 1 (D = kChunkDocuments), and every shard reads the stream and keeps chunks
+//    I, I + N, I + 2N, ...
 // A document starts at every line, or for CoNLL-U (SliceUnits::blocks) at the line after a
 // blank line: a block of lines ending in a blank line holds at most one sentence.
 struct CorpusSlice {
@@ -28,9 +35,17 @@ struct CorpusSlice {
 
 enum class SliceUnits { lines, blocks };
 
+constexpr std::uint64_t kMinChunkBytes = std::uint64_t{64} << 10;  // 64 KiB: about 16,000 tokens
+constexpr std::uint64_t kMaxChunks = std::uint64_t{1} << 16;
+constexpr std::uint64_t kChunkDocuments = 256;
+
+// S for a plain file of `size` bytes: 64 KiB, or more so that there are at most kMaxChunks.
+std::uint64_t chunk_bytes(std::uint64_t size);
+
 struct CorpusLine {
   std::string text;              // valid UTF-8, no line break, never empty
   std::size_t line_number = 0;   // 1-based line number in the file
+  std::uint64_t chunk = 0;       // the chunk of its document (CorpusSlice)
 };
 
 // Reads a UTF-8 text file line by line in bounded memory: a leading byte order mark and "\r\n"
@@ -57,6 +72,7 @@ class TextLineReader {
   const std::string& where() const { return where_; }
   std::size_t lines_read() const { return lines_read_; }    // lines of the slice read so far
   std::size_t line_number() const { return line_number_; }  // 1-based number of the last line read
+  std::uint64_t chunk() const { return chunk_; }              // chunk of the last line's document
   // How the slice is read: "whole", "bytes" or "documents" (see CorpusSlice).
   const char* slice_mode() const { return slice_mode_; }
   std::size_t lines_with_invalid_utf8() const { return invalid_lines_; }
@@ -87,7 +103,10 @@ class TextLineReader {
   std::uint64_t range_start_ = 0;   // "bytes": the first document start of the range
   std::uint64_t range_end_ = 0;     // "bytes": documents starting here or later are another shard's
   bool at_document_start_ = true;   // whether the next line starts a document
-  std::uint64_t document_index_ = 0;  // "documents": documents started so far
+  std::uint64_t document_index_ = 0;  // documents started so far
+  bool chunks_by_bytes_ = false;      // a plain file: chunks of chunk_bytes_ bytes, else of documents
+  std::uint64_t chunk_bytes_ = 0;
+  std::uint64_t chunk_ = 0;
   std::size_t line_number_ = 0;
   std::size_t lines_read_ = 0;
   std::size_t invalid_lines_ = 0;

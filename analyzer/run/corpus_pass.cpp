@@ -42,9 +42,16 @@ class CorpusPass : public Pass {
       }
     };
     std::vector<Sequence> sequences = std::move(state.first_sequences);
+    // Batches never mix chunks of the corpus, so that a shard's batches are the single run's
+    // (CorpusSlice).
+    std::uint64_t chunk = sequences.empty() ? 0 : sequences.front().chunk;
     do {
       for (auto& sequence : sequences) {
         if (by_sequences && queued == options.max_sequences) break;
+        if (sequence.chunk != chunk) {
+          run_batches(batcher.flush());
+          chunk = sequence.chunk;
+        }
         // A shard's ablation set is read by shard 0 from the corpus's start (make_ablation_set_pass).
         if (state.objective && !options.shard && queued < options.ablation_sequences) {
           if (auto item = make_ablation_item(sequence, *state.objective, static_cast<std::size_t>(queued), options.seed)) {

@@ -55,7 +55,8 @@ ClassifierSet merged_classifiers(const std::vector<ShardState>& shards) {
       throw InputError(fmt::format("{}: the shard's statistics are damaged ({}); run the shard again", shard.directory,
                                    e.what()));
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: {}", shard.directory, e.what()));
+      throw InputError(fmt::format("{}: the shard's statistics are damaged ({}); run the shard again", shard.directory,
+                                   e.what()));
     }
   }
   return classifiers;

@@ -69,6 +69,7 @@ bool RunState::read_document(DocumentReader& documents, std::vector<Sequence>& s
       count_whole = nullptr;
     }
     sequences = make_sequences(tokens, tokenizer, text.shape, document.line_number);
+    for (Sequence& sequence : sequences) sequence.chunk = document.chunk;
     if (sequences.empty()) continue;
     if (document.parse) {
       const std::vector<int> token_word = align_tokens_to_words(tokens, document.text, *document.parse, tokenizer);

@@ -20,6 +20,7 @@ struct Sequence {
   std::vector<std::uint8_t> special;  // 1 for BOS and the tokenizer's special tokens
   std::size_t line_number = 0;        // the corpus line it comes from
   std::size_t window = 0;             // 0 for the first window of a line
+  std::uint64_t chunk = 0;            // its document's chunk: batches never mix chunks
   std::shared_ptr<const SequenceWords> words;  // words and dependency arcs; null without a parse
   int example = -1;  // index among the report's example sequences (ExampleChooser), -1: none
 };

@@ -95,9 +95,11 @@ merge_command=(sbatch --parsable --dependency="afterok:$array_job" --kill-on-inv
 merge_command+=("$here/merge.sbatch" "$headscan" "$out" "$shards" "${merge_options[@]}")
 
 # sbatch --wait prints the job id at once and exits when the job has ended: run it in the
-# background so the id can be shown while waiting.
+# background so the id can be shown while waiting. A background command ignores Ctrl-C, so the
+# exit stops it if it still runs (sbatch_pid is cleared once it has been waited for).
 id_file=$(mktemp)
-trap 'rm -f "$id_file"' EXIT
+sbatch_pid=""
+trap 'rm -f "$id_file"; if [[ -n $sbatch_pid ]]; then kill "$sbatch_pid" 2>/dev/null || true; fi' EXIT
 "${merge_command[@]}" >"$id_file" &
 sbatch_pid=$!
 while [[ ! -s $id_file ]] && kill -0 "$sbatch_pid" 2>/dev/null; do sleep 0.2; done
@@ -105,6 +107,7 @@ merge_job=$(head -n 1 "$id_file")
 merge_job=${merge_job%%;*}
 if [[ -z $merge_job ]]; then
   wait "$sbatch_pid" || true
+  sbatch_pid=""
   echo "submit.sh: sbatch could not submit the merge job; cancelling the shards' array job $array_job" >&2
   scancel "$array_job" || true
   exit 1
@@ -113,11 +116,16 @@ fi
 echo "shards: array job $array_job ($shards tasks), logs $out/logs/shard-${array_job}_*.out"
 echo "merge:  job $merge_job, after every shard succeeded, log $out/logs/merge-$merge_job.out"
 echo "report: $out/report"
-((wait)) || exit 0
+if ((!wait)); then
+  wait "$sbatch_pid" || true
+  sbatch_pid=""
+  exit 0
+fi
 
 echo "waiting for the merge job $merge_job (Ctrl-C stops the waiting, not the jobs: scancel $array_job $merge_job)"
 status=0
 wait "$sbatch_pid" || status=$?
+sbatch_pid=""
 # sbatch --wait gives the job's exit code, and 0 for a job cancelled before it ran (a shard
 # failed): the job's state tells them apart while slurmctld still has the job (MinJobAge), and
 # after that whether the job ever started and so created its log.

@@ -190,6 +190,31 @@ def idf_seeds():
 def option_seeds():
     write("option_values", "thresholds.txt", "previous_token=0.6\ninduction=1\nsyntactic_support=20\nentropy=0")
     write("option_values", "exponent.txt", "rare_word=5e-1")
+    write("option_values", "shard.txt", "3/8")
+
+
+def shard_state_seeds():
+    def state(index, count, examples):
+        return {
+            "format": "headscan-shard", "version": 1, "headscan_version": "0.1.0",
+            "shard": {"index": index, "count": count, "slice": "bytes"},
+            "agree": {"model": {"sha256": "ab" * 32}, "seed": 0, "thresholds": {"previous_token": 0.5}},
+            "shape": {"layers": 1, "heads": 2, "causal": True},
+            "counts": {"lines": 3, "documents": 3, "sequences": 3, "tokens": 12, "lines_with_invalid_utf8": 0,
+                       "invalid_utf8_replacements": 0, "sentences": 0, "parsed_sentences": 0},
+            "statistics": {"entropy": {"sums": [[[0, 5], [0, 7]]], "counts": [9]}},
+            "document": {"model": {"layers": 1, "heads": 2, "kv_heads": 2}, "corpus": {"path": "c.txt"},
+                         "probes": {"count": 0}, "thresholds": {"previous_token": 0.5}, "heads": []},
+            "warnings": ["a warning"],
+            "examples": [{"key": [index, i], "source": f"corpus line {i + 1}", "tokens": ["<s>", "w1"],
+                          "special": [True, False], "offset": 8 * i} for i in range(examples)],
+            "probe_examples": [],
+            "example_floats": 8 * examples,
+            "seconds": 1.5,
+            "phases": {"load": 0.5, "corpus": 1.0},
+        }
+    write("shard_state", "state.json", json.dumps(state(0, 2, 2), indent=1))
+    write("shard_state", "empty.json", json.dumps(state(1, 2, 0)))
 
 
 def main():
@@ -202,6 +227,7 @@ def main():
     headscan_json_seeds()
     idf_seeds()
     option_seeds()
+    shard_state_seeds()
 
 
 if __name__ == "__main__":
