@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <filesystem>
@@ -343,4 +344,89 @@ TEST_CASE("a merge of 48 heads takes well under a second", "[shards][e2e]") {
   CHECK(read_json(dir / "merged" / "heads.json")["run"]["phases"]["merge"].get<double>() < 0.5);
   INFO("the merge command took " << seconds << " s");
   CHECK(seconds < 5);
+}
+
+namespace {
+
+struct ReadLine {
+  std::string text;
+  std::uint64_t chunk;
+};
+
+std::vector<ReadLine> read_slice(const std::string& path, headscan::CorpusSlice slice, headscan::SliceUnits units) {
+  headscan::TextLineReader reader(path, "expected a test corpus", "file", slice, units);
+  std::vector<ReadLine> lines;
+  std::string line;
+  while (reader.next(line)) lines.push_back({line, reader.chunk()});
+  CHECK(reader.lines_read() == lines.size());
+  return lines;
+}
+
+// Lines of every kind a cut can land in: long and short, empty, blank, CRLF; for blocks, runs of
+// blank lines between groups of lines.
+std::string mixed_lines(bool blocks) {
+  std::string text;
+  for (int i = 0; i < 9000; ++i) {
+    if (blocks && i % 7 == 6) {
+      text += i % 21 == 20 ? "\n \t\n" : "\n";
+      continue;
+    }
+    if (!blocks && i % 13 == 0) {
+      text += i % 26 == 0 ? "\n" : "  \r\n";
+      continue;
+    }
+    text += "line " + std::to_string(i) + std::string(static_cast<std::size_t>((i * 7919) % 90), 'x');
+    text += i % 5 == 0 ? "\r\n" : "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("the shards of a file read each of its lines once, in whole chunks", "[shards][corpus]") {
+  TempDir dir;
+  for (const bool blocks : {false, true}) {
+    const auto units = blocks ? headscan::SliceUnits::blocks : headscan::SliceUnits::lines;
+    const std::string text = mixed_lines(blocks);
+    const std::string plain = dir.write(blocks ? "blocks.txt" : "lines.txt", text);
+    const std::string packed = dir.write(blocks ? "blocks.txt.gz" : "lines.txt.gz", gzipped(text));
+    REQUIRE(fs::file_size(plain) > 5 * headscan::kMinChunkBytes);
+    for (const std::string& path : {plain, packed}) {
+      const std::vector<ReadLine> whole = read_slice(path, {}, units);
+      for (std::uint64_t count : {1, 2, 3, 5, 8, 40}) {
+        INFO((blocks ? "blocks" : "lines") << " of " << path << ", " << count << " shards");
+        std::vector<std::string> joined_texts;
+        std::size_t total = 0;
+        for (std::uint64_t index = 0; index < count; ++index) {
+          const std::vector<ReadLine> part = read_slice(path, {index, count}, units);
+          total += part.size();
+          for (const ReadLine& line : part) {
+            if (path == packed) CHECK(line.chunk % count == index);
+            joined_texts.push_back(line.text);
+          }
+          if (path == plain) {
+            // A contiguous range of whole chunks: chunk ⌊C·I/N⌋ onwards.
+            if (!part.empty()) {
+              const std::uint64_t chunks = (fs::file_size(plain) + headscan::kMinChunkBytes - 1) / headscan::kMinChunkBytes;
+              CHECK(part.front().chunk == chunks * index / count);
+            }
+          }
+        }
+        CHECK(total == whole.size());
+        if (path == plain) {
+          // In shard order, the lines are the file's.
+          std::vector<std::string> expected;
+          for (const ReadLine& line : whole) expected.push_back(line.text);
+          CHECK(joined_texts == expected);
+        } else {
+          // Every N-th chunk of documents: each line once.
+          std::vector<std::string> expected;
+          for (const ReadLine& line : whole) expected.push_back(line.text);
+          std::sort(expected.begin(), expected.end());
+          std::sort(joined_texts.begin(), joined_texts.end());
+          CHECK(joined_texts == expected);
+        }
+      }
+    }
+  }
 }

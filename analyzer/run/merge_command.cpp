@@ -170,6 +170,10 @@ MergeSummary run_merge(const MergeOptions& options) {
     warnings.insert(warnings.end(), more.begin(), more.end());
     document["heads"] = heads;
     document["warnings"] = warnings;
+    const auto& shard_run = first.document.value("run", nlohmann::ordered_json::object());
+    run.threads = shard_run.value("threads", 0);
+    run.batch_size = shard_run.value("batch_size", std::int64_t{0});
+    run.seed = shard_run.value("seed", std::uint64_t{0});
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("{}: the shard's heads.json is damaged ({}); run the shard again", first.directory,
                                  e.what()));
@@ -180,10 +184,6 @@ MergeSummary run_merge(const MergeOptions& options) {
         "them in this merge");
   }
 
-  const auto& shard_run = first.document.value("run", nlohmann::ordered_json::object());
-  run.threads = shard_run.value("threads", 0);
-  run.batch_size = shard_run.value("batch_size", std::int64_t{0});
-  run.seed = shard_run.value("seed", std::uint64_t{0});
   for (const std::string& name : phase_order) run.phases.emplace_back(name, phase_seconds[name]);
 
   fs::copy_file(fs::path(first.directory) / "idf.txt", output.staging() / "idf.txt");

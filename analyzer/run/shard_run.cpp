@@ -53,6 +53,8 @@ nlohmann::ordered_json agreement(const RunState& state, const std::filesystem::p
   agree["corpus"] = {{"format", state.reader->format()}, {"sampled_sha256", sampled_file_sha256(options.corpus_path)}};
   agree["max_length"] = state.text.shape.max_length;
   agree["seed"] = options.seed;
+  // The batches, and so the float results, depend on it.
+  agree["batch_size"] = options.batch_size;
   agree["parser"] = options.parser;
   agree["text_field"] = options.text_field;
   agree["thresholds"] = state.thresholds;

@@ -197,6 +197,10 @@ ShardState parse_shard_state(const std::string& text, const std::string& where) 
   state.statistics = nlohmann::json::parse(fields.object(root, "statistics", "state").dump());
   state.document = fields.object(root, "document", "state");
   for (const char* section : {"model", "corpus", "probes", "thresholds"}) fields.object(state.document, section, "document");
+  const auto& model = state.document.at("model");
+  if (fields.count(model, "layers", "document.model") != layers || fields.count(model, "heads", "document.model") != heads) {
+    fields.fail("document.model's layers and heads are not those of shape");
+  }
   fields.array(state.document, "heads", "document");
   for (const auto& warning : fields.array(root, "warnings", "state")) {
     if (!warning.is_string()) fields.fail("warnings holds something other than text");
@@ -276,7 +280,12 @@ std::vector<ShardState> order_shards(std::vector<ShardState> shards) {
   std::vector<ShardState> ordered;
   for (const auto& [index, position] : by_index) ordered.push_back(std::move(shards[position]));
   for (const ShardState& shard : ordered) {
-    const std::string difference = first_difference(ordered.front().agree, shard.agree);
+    std::string difference = first_difference(ordered.front().agree, shard.agree);
+    const ShardState& first = ordered.front();
+    if (difference.empty() && (shard.layers != first.layers || shard.heads != first.heads || shard.causal != first.causal)) {
+      difference = fmt::format("shape: {} layers x {} heads against {} x {}", shard.layers, shard.heads, first.layers,
+                               first.heads);
+    }
     if (!difference.empty()) {
       throw InputError(fmt::format("{} (shard {}) and {} (shard 0) come from different runs: {}; merge the shards of "
                                    "one run, with the same model, tokenizer, corpus and options",
