@@ -316,7 +316,7 @@ TEST_CASE("merge refuses shards that do not make one run", "[shards][e2e]") {
   }
 }
 
-TEST_CASE("--shard values and options a shard cannot honour are refused", "[shards][e2e]") {
+TEST_CASE("bad shard values and options a shard cannot honour are refused", "[shards][e2e]") {
   TempDir dir;
   const std::string corpus = dir.write("corpus.txt", long_word_corpus(20, 13));
   const fs::path out = dir / "shard";

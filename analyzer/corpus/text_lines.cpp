@@ -76,9 +76,12 @@ class DecompressingBuffer : public std::streambuf {
     archive_read_support_filter_zstd(archive_);
     archive_read_support_filter_xz(archive_);
     archive_read_support_format_raw(archive_);
+    archive_read_support_format_empty(archive_);  // compressed nothing: an empty corpus, not damage
     archive_entry* entry = nullptr;
-    if (archive_read_open_filename(archive_, path.c_str(), kBlockBytes) != ARCHIVE_OK ||
-        archive_read_next_header(archive_, &entry) != ARCHIVE_OK) {
+    const int opened = archive_read_open_filename(archive_, path.c_str(), kBlockBytes);
+    const int header = opened == ARCHIVE_OK ? archive_read_next_header(archive_, &entry) : opened;
+    empty_ = header == ARCHIVE_EOF;
+    if (header != ARCHIVE_OK && !empty_) {
       const std::string why = archive_error_string(archive_) != nullptr ? archive_error_string(archive_) : "unknown";
       archive_read_free(archive_);
       throw InputError(fmt::format("{}: {}, compressed, but it cannot be decompressed ({}); check the file", path,
@@ -108,7 +111,7 @@ class DecompressingBuffer : public std::streambuf {
  protected:
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    if (!error_.empty()) return traits_type::eof();
+    if (!error_.empty() || empty_) return traits_type::eof();
     const la_ssize_t count = archive_read_data(archive_, data_.data(), data_.size());
     if (count < 0) {
       error_ = archive_error_string(archive_) != nullptr ? archive_error_string(archive_) : "unknown error";
@@ -124,6 +127,7 @@ class DecompressingBuffer : public std::streambuf {
   archive* archive_;
   std::vector<char> data_ = std::vector<char>(1 << 18);
   std::string error_;
+  bool empty_ = false;
 };
 
 }  // namespace
