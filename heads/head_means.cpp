@@ -38,7 +38,10 @@ ExactSum ExactSum::load(const nlohmann::json& saved) {
     throw InputError("expected a saved sum as [high, low] integers, found " + saved.dump().substr(0, 60));
   }
   ExactSum sum;
-  sum.units_ = (static_cast<Units>(saved[0].get<std::int64_t>()) << 64) | static_cast<Units>(saved[1].get<std::uint64_t>());
+  // Shifted as unsigned: a left shift of a negative value is undefined.
+  __extension__ using Unsigned = unsigned __int128;
+  const auto high = static_cast<Unsigned>(static_cast<std::uint64_t>(saved[0].get<std::int64_t>()));
+  sum.units_ = static_cast<Units>((high << 64) | static_cast<Unsigned>(saved[1].get<std::uint64_t>()));
   return sum;
 }
 

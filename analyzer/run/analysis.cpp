@@ -18,6 +18,7 @@
 #include "analyzer/run/shard_run.h"
 #include "analyzer/run/spooled_input.h"
 #include "heads/registry.h"
+#include "reports/heads_csv.h"
 #include "reports/heads_json.h"
 #include "reports/report_writer.h"
 
@@ -228,6 +229,7 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
   end_phase("reports");
   set_run(document, run);
   write_json_file(document, output.staging() / "heads.json");
+  write_heads_csv(document, output.staging() / "heads.csv");
   output.commit();
 
   AnalysisSummary summary;

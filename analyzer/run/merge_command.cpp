@@ -14,6 +14,7 @@
 #include "analyzer/run/shard_state.h"
 #include "heads/classifier_set.h"
 #include "heads/registry.h"
+#include "reports/heads_csv.h"
 #include "reports/heads_json.h"
 #include "reports/report_writer.h"
 
@@ -196,6 +197,7 @@ MergeSummary run_merge(const MergeOptions& options) {
   set_run(document, run);
   document["run"]["shards"] = shards.size();
   write_json_file(document, output.staging() / "heads.json");
+  write_heads_csv(document, output.staging() / "heads.csv");
   output.commit();
 
   MergeSummary summary;
