@@ -5,6 +5,10 @@
 #undef CHECK
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
 #include "analyzer/run/examples.h"
 #include "analyzer/model/model.h"
 #include "analyzer/tokenizers/tokenizer.h"
@@ -60,5 +64,66 @@ TEST_CASE("examples recorded in a causal batch equal the prefix run alone", "[ex
     }
     CHECK(largest_difference < 1e-5f);
     CHECK(recorded[e].weight(1, 0, 8, 0) + recorded[e].weight(1, 0, 8, 8) > 0.0f);  // not left at zero
+  }
+}
+
+namespace {
+
+nlohmann::json without_run(nlohmann::json document) {
+  document.erase("run");
+  return document;
+}
+
+}  // namespace
+
+TEST_CASE("the prompts of --examples are the report's examples and change no score", "[examples][e2e]") {
+  testing::TempDir dir;
+  const std::string prompts = dir.write("prompts.txt", "w3 w4 w5 w3 w4 w5\n\nw10 w11 w12\n");
+  const std::string corpus = testing::fixture("random_corpus.txt");
+  for (const std::string model : {"gpt2.pt", "bert.pt"}) {
+    INFO(model);
+    const auto with = dir / (model + "-with");
+    const auto without = dir / (model + "-without");
+    const auto run = testing::run_headscan(
+        {testing::fixture(model), corpus, "-o", with.string(), "--examples", prompts, "--parser", "none", "-q"});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    REQUIRE(testing::run_headscan({testing::fixture(model), corpus, "-o", without.string(), "--parser", "none", "-q"})
+                .exit_code == 0);
+    CHECK(without_run(testing::read_json(with / "heads.json")) == without_run(testing::read_json(without / "heads.json")));
+    const std::string examples = testing::read_file(with / "data" / "examples.js");
+    CHECK_THAT(examples, Catch::Contains("\"source\":\"example 1\"") && Catch::Contains("\"source\":\"example 3\""));
+    CHECK_THAT(examples, Catch::Contains("[\"\\u003cs\\u003e\",\"w3\",\"w4\",\"w5\",\"w3\",\"w4\",\"w5\"]"));
+    CHECK_THAT(examples, Catch::Contains("[\"\\u003cs\\u003e\",\"w10\",\"w11\",\"w12\"]"));
+    CHECK(examples.find("corpus line") == std::string::npos);
+    CHECK(examples.find("example 2") == std::string::npos);  // the empty line gives no example
+  }
+  SECTION("shards show the same prompts") {
+    std::vector<std::string> shards;
+    for (int index = 0; index < 2; ++index) {
+      const auto shard = dir / ("shard" + std::to_string(index));
+      REQUIRE(testing::run_headscan({testing::fixture("gpt2.pt"), corpus, "--shard", std::to_string(index) + "/2", "-o",
+                                     shard.string(), "--examples", prompts, "--parser", "none", "-q"})
+                  .exit_code == 0);
+      shards.push_back(shard.string());
+    }
+    const auto merged = dir / "merged";
+    REQUIRE(testing::run_headscan({"merge", shards[0], shards[1], "-o", merged.string(), "-q"}).exit_code == 0);
+    CHECK(testing::read_file(merged / "data" / "examples.js") ==
+          testing::read_file(dir / "gpt2.pt-with" / "data" / "examples.js"));
+  }
+  SECTION("a file without prompts is refused, extra prompts are left out with a warning") {
+    const std::string empty = dir.write("empty.txt", "\n\n");
+    const auto refused = testing::run_headscan({testing::fixture("gpt2.pt"), corpus, "-o", (dir / "x").string(),
+                                                "--examples", empty, "--parser", "none", "-q"});
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.err, Catch::Contains("--examples") && Catch::Contains("no line gives any token"));
+    CHECK_FALSE(std::filesystem::exists(dir / "x"));
+    std::string many;
+    for (int line = 0; line < 10; ++line) many += "w" + std::to_string(3 + line) + " w9\n";
+    const auto warned = testing::run_headscan({testing::fixture("gpt2.pt"), corpus, "-o", (dir / "y").string(),
+                                               "--examples", dir.write("many.txt", many), "--parser", "none"});
+    CHECK(warned.exit_code == 0);
+    CHECK_THAT(warned.err, Catch::Contains("the report shows the first 8 of its 10 prompts"));
   }
 }

@@ -251,6 +251,10 @@ int main(int argc, char** argv) {
   app.add_option("--threshold", thresholds,
                  "change a label threshold, NAME=VALUE (e.g. previous_token=0.6); repeatable")
       ->type_name("NAME=VALUE");
+  app.add_option("--examples", options.examples_path,
+                 "a text file of prompts, one per line: the example sequences the report draws (up to 8), instead "
+                 "of the corpus's first lines; they do not count in any score")
+      ->type_name("FILE");
   app.add_option("--idf", options.idf_path,
                  "document frequencies of a reference corpus for rare-word heads (format: idf.txt of a report)");
   app.add_option("--parser", options.parser,

@@ -99,9 +99,23 @@ nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresho
                          state.classifiers.finalize(thresholds, model.kv_heads), run, state.warnings);
 }
 
-// A model that is not causal runs its example sequences again, each alone, once the passes are done.
+// A model that is not causal runs its example sequences again, each alone, once the passes are done;
+// so does any model for the prompts of --examples, which no classifier sees.
 void capture_examples_if_needed(RunState& state) {
+  if (!state.options.examples_path.empty()) {
+    const bool shard_without_examples = state.options.shard && state.options.shard->index != 0;
+    state.corpus_examples.clear();
+    if (!shard_without_examples) {
+      state.corpus_examples = capture_examples(*state.model, state.example_prompts, *state.text.tokenizer,
+                                               state.shape, "example");
+    }
+  }
   if (state.record_examples) return;
+  if (!state.options.examples_path.empty()) {
+    state.probe_examples =
+        capture_examples(*state.model, state.probe_example_sequences, *state.text.tokenizer, state.shape, "probe");
+    return;
+  }
   state.corpus_examples = capture_examples(*state.model, state.corpus_example_chooser.chosen(), *state.text.tokenizer,
                                            state.shape, "corpus line");
   state.probe_examples =
@@ -172,7 +186,8 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
   }
   check_shard_options(options);
   OutputDirectory output(options.output_dir, options.force,
-                         {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path});
+                         {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path,
+                          options.examples_path});
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   if (options.threads > 0) torch::set_num_threads(options.threads);
@@ -195,6 +210,7 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
   end_phase("load");
   open_corpus(state);
   if (options.ablation) state.objective = choose_ablation_objective(state);
+  if (!options.examples_path.empty()) state.example_prompts = state.read_examples();
   state.classifiers.begin(state.shape);
   state.record_examples = state.shape.causal && (options.html || options.plots || options.shard);
   end_phase("shape");

@@ -19,6 +19,7 @@ struct AnalysisOptions {
   std::string output_dir = "headscan-report";
   std::string tokenizer_path;             // overrides the tokenizer.json inside the model
   std::string idf_path;                   // document frequencies of a reference corpus (--idf)
+  std::string examples_path;              // --examples: the report's example sequences, one per line
   std::string parser = "link-grammar";    // dependency parser for plain text: "link-grammar" or "none"
   std::string text_field = "text";        // the document's field in a JSON Lines (.jsonl) corpus
   bool force = false;                     // replace a non-empty output directory

@@ -58,7 +58,8 @@ class CorpusPass : public Pass {
             state.ablation_items.push_back(std::move(*item));
           }
         }
-        state.corpus_example_chooser.offer(sequence);
+        // --examples: the user's prompts are the report's examples (RunState::read_examples).
+        if (options.examples_path.empty()) state.corpus_example_chooser.offer(sequence);
         if (state.record_examples && sequence.example >= 0) {
           state.corpus_examples.push_back(make_example(state.corpus_example_chooser.chosen().back(),
                                                        *state.text.tokenizer, state.shape, "corpus line"));

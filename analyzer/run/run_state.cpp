@@ -100,6 +100,36 @@ std::unique_ptr<DocumentFrequencies> RunState::count_frequencies(const std::stri
   return counts;
 }
 
+std::vector<Sequence> RunState::read_examples() {
+  DocumentReader documents(options.examples_path, "none");
+  if (std::string_view(documents.format()) != "text") {
+    throw InputError(fmt::format("--examples {}: expected a text file with one prompt per line, found a {} file; "
+                                 "give the prompts as plain text",
+                                 options.examples_path, documents.format()));
+  }
+  ExampleChooser chooser;
+  std::vector<Sequence> sequences;
+  std::size_t prompts = 0;
+  while (read_document(documents, sequences, nullptr, 1)) {
+    ++prompts;
+    if (sequences.front().ids.size() > ExampleSequence::kMaxExampleTokens) {
+      warnings.push_back(fmt::format("--examples {}: line {} is cut to its first {} tokens in the report",
+                                     options.examples_path, sequences.front().line_number,
+                                     ExampleSequence::kMaxExampleTokens));
+    }
+    chooser.offer(sequences.front());
+  }
+  if (prompts == 0) {
+    throw InputError(fmt::format("--examples {}: no line gives any token; write one prompt per line",
+                                 options.examples_path));
+  }
+  if (prompts > ExampleSequence::kMaxExamples) {
+    warnings.push_back(fmt::format("--examples {}: the report shows the first {} of its {} prompts",
+                                   options.examples_path, ExampleSequence::kMaxExamples, prompts));
+  }
+  return chooser.chosen();
+}
+
 bool RunState::pads() const { return model->takes_attention_mask() || shape.causal; }
 
 ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,

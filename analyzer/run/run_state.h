@@ -62,6 +62,7 @@ struct RunState {
   // top-left corner of a sequence's attention is its prefix's); other models run them again.
   ExampleChooser corpus_example_chooser;
   std::vector<Sequence> probe_example_sequences;
+  std::vector<Sequence> example_prompts;  // --examples
   bool record_examples = false;
   std::vector<ExampleSequence> corpus_examples;
   std::vector<ExampleSequence> probe_examples;
@@ -78,6 +79,11 @@ struct RunState {
   // Document frequencies of the corpus at `path`, as the idf pass counts them: every document
   // (line or sentence), or those of the first `max_sequences` sequences when it is not 0.
   std::unique_ptr<DocumentFrequencies> count_frequencies(const std::string& path, std::int64_t max_sequences) const;
+
+  // --examples FILE: its lines as sequences (the first window of each, BOS included), at most
+  // ExampleSequence::kMaxExamples of them, for the report's example sequences. Throws InputError
+  // when the file cannot be read or no line gives a token. Adds a warning for lines left out.
+  std::vector<Sequence> read_examples();
 
   // Whether batches may be right-padded: the model takes a mask, or is causal (no real query sees
   // the padding after it).
