@@ -1,5 +1,8 @@
 #include "tests/fixtures.h"
 
+#include <archive.h>
+#include <archive_entry.h>
+
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,6 +122,26 @@ std::string read_file(const std::filesystem::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::string compressed(const std::string& data, int filter) {
+  archive* writer = archive_write_new();
+  std::string out(data.size() + (1 << 16), '\0');
+  std::size_t used = 0;
+  archive_entry* entry = archive_entry_new();
+  archive_entry_set_filetype(entry, AE_IFREG);
+  archive_entry_set_size(entry, static_cast<la_int64_t>(data.size()));
+  const bool written = archive_write_add_filter(writer, filter) == ARCHIVE_OK &&
+                       archive_write_set_format_raw(writer) == ARCHIVE_OK &&
+                       archive_write_open_memory(writer, out.data(), out.size(), &used) == ARCHIVE_OK &&
+                       archive_write_header(writer, entry) == ARCHIVE_OK &&
+                       archive_write_data(writer, data.data(), data.size()) == static_cast<la_ssize_t>(data.size()) &&
+                       archive_write_close(writer) == ARCHIVE_OK;
+  archive_entry_free(entry);
+  archive_write_free(writer);
+  if (!written) throw std::runtime_error("libarchive could not compress the test data");
+  out.resize(used);
+  return out;
 }
 
 }  // namespace headscan::testing

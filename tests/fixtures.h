@@ -48,6 +48,9 @@ nlohmann::json read_json(const std::filesystem::path& path);
 // The bytes of a file.
 std::string read_file(const std::filesystem::path& path);
 
+// `data` compressed with libarchive's `filter` (ARCHIVE_FILTER_GZIP, _ZSTD, _XZ), as a file holds it.
+std::string compressed(const std::string& data, int filter);
+
 // Lines of `count` words drawn deterministically from w3..w63 with the given lengths.
 std::string word_corpus(const std::vector<int>& line_lengths, unsigned seed = 1);
 

@@ -12,34 +12,11 @@
 #include "tests/fixtures.h"
 
 using headscan::testing::fixture;
+using headscan::testing::compressed;
 using headscan::testing::read_file;
 using headscan::testing::read_json;
 using headscan::testing::run_headscan;
 using headscan::testing::TempDir;
-
-namespace {
-
-// `data` compressed with libarchive's `filter` (ARCHIVE_FILTER_GZIP, _ZSTD, _XZ), as a file holds it.
-std::string compressed(const std::string& data, int filter) {
-  archive* writer = archive_write_new();
-  REQUIRE(archive_write_add_filter(writer, filter) == ARCHIVE_OK);
-  REQUIRE(archive_write_set_format_raw(writer) == ARCHIVE_OK);
-  std::string out(data.size() + (1 << 16), '\0');
-  std::size_t used = 0;
-  REQUIRE(archive_write_open_memory(writer, out.data(), out.size(), &used) == ARCHIVE_OK);
-  archive_entry* entry = archive_entry_new();
-  archive_entry_set_filetype(entry, AE_IFREG);
-  archive_entry_set_size(entry, static_cast<la_int64_t>(data.size()));
-  REQUIRE(archive_write_header(writer, entry) == ARCHIVE_OK);
-  REQUIRE(archive_write_data(writer, data.data(), data.size()) == static_cast<la_ssize_t>(data.size()));
-  REQUIRE(archive_write_close(writer) == ARCHIVE_OK);
-  archive_entry_free(entry);
-  archive_write_free(writer);
-  out.resize(used);
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("compressed corpora are read as the files they hold", "[corpus][compressed][e2e]") {
   TempDir dir;

@@ -1,7 +1,6 @@
 // Shards and merge (--shard I/N, headscan merge): the merged report is the single run's, bit for
 // bit but for the "run" section, on text, CoNLL-U and compressed corpora; and every refusal.
 #include <archive.h>
-#include <archive_entry.h>
 
 #include <algorithm>
 #include <chrono>
@@ -115,24 +114,7 @@ void check_same_report(const fs::path& single, const fs::path& merged) {
   CHECK(read_file(single / "idf.txt") == read_file(merged / "idf.txt"));
 }
 
-// `data` compressed with gzip by libarchive's writer.
-std::string gzipped(const std::string& data) {
-  archive* writer = archive_write_new();
-  REQUIRE(archive_write_add_filter(writer, ARCHIVE_FILTER_GZIP) == ARCHIVE_OK);
-  REQUIRE(archive_write_set_format_raw(writer) == ARCHIVE_OK);
-  std::string out(data.size() + 4096, '\0');
-  std::size_t used = 0;
-  REQUIRE(archive_write_open_memory(writer, out.data(), out.size(), &used) == ARCHIVE_OK);
-  archive_entry* entry = archive_entry_new();
-  archive_entry_set_filetype(entry, AE_IFREG);
-  REQUIRE(archive_write_header(writer, entry) == ARCHIVE_OK);
-  REQUIRE(archive_write_data(writer, data.data(), data.size()) == static_cast<la_ssize_t>(data.size()));
-  REQUIRE(archive_write_close(writer) == ARCHIVE_OK);
-  archive_entry_free(entry);
-  archive_write_free(writer);
-  out.resize(used);
-  return out;
-}
+std::string gzipped(const std::string& data) { return headscan::testing::compressed(data, ARCHIVE_FILTER_GZIP); }
 
 std::int64_t shard_lines(const std::string& directory) {
   return read_json(fs::path(directory) / "state.json")["counts"]["lines"].get<std::int64_t>();

@@ -164,6 +164,22 @@ std::vector<std::string> ablation_findings(const nlohmann::ordered_json& documen
   return lines;
 }
 
+// The command line's summary of a run; the output directory's notes are printed as warnings but are
+// not part of heads.json.
+AnalysisSummary summarize(const RunState& state, double seconds, const std::vector<std::string>& warnings,
+                          const OutputDirectory& output) {
+  AnalysisSummary summary;
+  summary.output_dir = state.options.output_dir;
+  summary.layers = state.shape.layers;
+  summary.heads = state.shape.heads;
+  summary.sequences = state.corpus_summary.sequences;
+  summary.tokens = state.corpus_summary.tokens;
+  summary.seconds = seconds;
+  summary.warnings = warnings;
+  summary.warnings.insert(summary.warnings.end(), output.notes().begin(), output.notes().end());
+  return summary;
+}
+
 }  // namespace
 
 AnalysisSummary run_analysis(const AnalysisOptions& given) {
@@ -229,16 +245,9 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
     capture_examples_if_needed(state);
     save_shard_state(state, document, pass_warnings, run, output);
     output.commit();
-    AnalysisSummary summary;
-    summary.output_dir = options.output_dir;
-    summary.layers = state.shape.layers;
-    summary.heads = state.shape.heads;
-    summary.sequences = state.corpus_summary.sequences;
-    summary.tokens = state.corpus_summary.tokens;
-    summary.seconds = run.seconds;
+    // The counts' warnings are the merge's, over the whole corpus.
+    AnalysisSummary summary = summarize(state, run.seconds, pass_warnings, output);
     summary.shard_state = true;
-    summary.warnings = pass_warnings;  // the counts' warnings are the merge's, over the whole corpus
-    summary.warnings.insert(summary.warnings.end(), output.notes().begin(), output.notes().end());
     return summary;
   }
   write_reports(state, document, output);
@@ -248,18 +257,9 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
   write_heads_csv(document, output.staging() / "heads.csv");
   output.commit();
 
-  AnalysisSummary summary;
-  summary.output_dir = options.output_dir;
-  summary.layers = state.shape.layers;
-  summary.heads = state.shape.heads;
-  summary.sequences = state.corpus_summary.sequences;
-  summary.tokens = state.corpus_summary.tokens;
-  summary.seconds = run.seconds;
+  AnalysisSummary summary = summarize(state, run.seconds, state.warnings, output);
   for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
   if (state.objective) summary.findings = ablation_findings(document);
-  summary.warnings = state.warnings;
-  // About the output directory, not the analysis: printed, but not part of heads.json.
-  summary.warnings.insert(summary.warnings.end(), output.notes().begin(), output.notes().end());
   return summary;
 }
 
