@@ -17,12 +17,24 @@ constexpr int kFractionBits = 40;
 // Batch sums beyond this (in absolute value) do not fit the 128 bits with room for many batches.
 constexpr double kLargestBatchSum = 1e24;
 
+// Saved query counts: whole numbers up to 2^42 each, so that a million shards add up without overflow.
+void check_counts(const std::vector<std::int64_t>& counts) {
+  constexpr std::int64_t kLargestCount = std::int64_t{1} << 42;
+  for (const std::int64_t count : counts) {
+    if (count < 0 || count > kLargestCount) {
+      throw InputError(fmt::format("expected saved query counts from 0 to {}, found {}", kLargestCount, count));
+    }
+  }
+}
+
 }  // namespace
 
 void ExactSum::add(double value) {
   TORCH_CHECK(std::isfinite(value) && std::fabs(value) < kLargestBatchSum, "a batch sum of ", value,
               " cannot be accumulated: the model's attention is not finite");
-  units_ += static_cast<Units>(std::nearbyint(std::ldexp(value, kFractionBits)));
+  ExactSum batch;
+  batch.units_ = static_cast<Units>(std::nearbyint(std::ldexp(value, kFractionBits)));
+  add(batch);
 }
 
 double ExactSum::value() const { return std::ldexp(static_cast<double>(units_), -kFractionBits); }
@@ -39,7 +51,6 @@ ExactSum ExactSum::load(const nlohmann::json& saved) {
   }
   ExactSum sum;
   // Shifted as unsigned: a left shift of a negative value is undefined.
-  __extension__ using Unsigned = unsigned __int128;
   const auto high = static_cast<Unsigned>(static_cast<std::uint64_t>(saved[0].get<std::int64_t>()));
   sum.units_ = static_cast<Units>((high << 64) | static_cast<Unsigned>(saved[1].get<std::uint64_t>()));
   return sum;
@@ -90,6 +101,7 @@ void HeadMeans::merge(const nlohmann::json& saved) {
     sums.push_back(std::move(row));
   }
   auto counts = saved.at("counts").get<std::vector<std::int64_t>>();
+  check_counts(counts);
   const bool rows_fit = std::all_of(sums.begin(), sums.end(),
                                     [&](const auto& row) { return row.size() == static_cast<size_t>(shape_.heads); });
   if (sums.size() != sums_.size() || counts.size() != counts_.size() || !rows_fit) {
@@ -119,7 +131,9 @@ nlohmann::json QueryMean::save() const { return {{"sum", sum_.save()}, {"count",
 
 void QueryMean::merge(const nlohmann::json& saved) {
   sum_.add(ExactSum::load(saved.at("sum")));
-  count_ += saved.at("count").get<std::int64_t>();
+  const auto count = saved.at("count").get<std::int64_t>();
+  check_counts({count});
+  count_ += count;
 }
 
 void put_score(nlohmann::ordered_json& scores, const char* name, double value) {

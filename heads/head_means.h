@@ -19,7 +19,10 @@ namespace headscan {
 class ExactSum {
  public:
   void add(double value);
-  void add(const ExactSum& other) { units_ += other.units_; }
+  // Added as unsigned: wraps instead of overflowing on sums no real run reaches (damaged input).
+  void add(const ExactSum& other) {
+    units_ = static_cast<Units>(static_cast<Unsigned>(units_) + static_cast<Unsigned>(other.units_));
+  }
   double value() const;
   // Saved as two integers, the high and low 64 bits.
   nlohmann::json save() const;
@@ -27,6 +30,7 @@ class ExactSum {
 
  private:
   __extension__ using Units = __int128;
+  __extension__ using Unsigned = unsigned __int128;
   Units units_ = 0;  // the sum in units of 2^-40
 };
 

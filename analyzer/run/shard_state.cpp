@@ -105,7 +105,10 @@ std::vector<SavedExample> parse_examples(const Fields& fields, const nlohmann::o
 
 ShardCounts parse_counts(const Fields& fields, const nlohmann::ordered_json& counts) {
   const char* path = "counts";
-  auto count = [&](const char* key) { return static_cast<std::int64_t>(fields.count(counts, key, path)); };
+  // At most 2^42 each, so that a million shards add up without overflow.
+  auto count = [&](const char* key) {
+    return static_cast<std::int64_t>(fields.count(counts, key, path, std::uint64_t{1} << 42));
+  };
   ShardCounts parsed;
   parsed.lines = count("lines");
   parsed.documents = count("documents");
@@ -242,6 +245,10 @@ ShardState read_shard_state(const std::string& directory) {
   if (!in) throw std::runtime_error(fmt::format("{}: cannot be read", path.string()));
   ShardState state = parse_shard_state(text.str(), path.string());
   state.directory = directory;
+  if (!fs::is_regular_file(fs::path(directory) / "idf.txt", error)) {
+    throw InputError(fmt::format("{}: no idf.txt in this shard's directory: it is damaged; run the shard again",
+                                 directory));
+  }
   const fs::path examples = fs::path(directory) / kShardExamplesFile;
   const auto example_bytes = fs::exists(examples, error) ? fs::file_size(examples, error) : 0;
   if (error || example_bytes != state.example_floats * sizeof(float)) {
