@@ -353,6 +353,10 @@ std::string mixed_lines(bool blocks) {
       text += i % 21 == 20 ? "\n \t\n" : "\n";
       continue;
     }
+    if (blocks && i % 29 == 0) {
+      text += " \r \n";  // not blank: a carriage return inside the line
+      continue;
+    }
     if (!blocks && i % 13 == 0) {
       text += i % 26 == 0 ? "\n" : "  \r\n";
       continue;

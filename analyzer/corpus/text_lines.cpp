@@ -213,9 +213,11 @@ bool is_blank_line(std::string_view line) {
 }
 
 // Whether the bytes of `file` before `end`, back to the previous line break (or the file's start),
-// are blank: spaces, tabs and carriage returns only.
-bool blank_before(std::ifstream& file, std::uint64_t end) {
+// are blank as is_blank_line() says: spaces and tabs, and a carriage return only as the line's last
+// byte, which the byte before `end` is when `line_ends` (a line break is at `end`).
+bool blank_before(std::ifstream& file, std::uint64_t end, bool line_ends) {
   constexpr std::uint64_t kChunk = 4096;
+  const std::uint64_t last = end;
   std::string chunk;
   while (end > 0) {
     const std::uint64_t begin = end > kChunk ? end - kChunk : 0;
@@ -225,7 +227,8 @@ bool blank_before(std::ifstream& file, std::uint64_t end) {
     file.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     for (std::size_t i = chunk.size(); i-- > 0;) {
       if (chunk[i] == '\n') return true;
-      if (chunk[i] != ' ' && chunk[i] != '\t' && chunk[i] != '\r') return false;
+      const bool trailing_return = line_ends && chunk[i] == '\r' && begin + i + 1 == last;
+      if (chunk[i] != ' ' && chunk[i] != '\t' && !trailing_return) return false;
     }
     end = begin;
   }
@@ -244,7 +247,7 @@ std::uint64_t document_start_from(const std::string& path, std::uint64_t size, s
   if (!std::getline(file, rest) || file.eof()) return size;
   std::uint64_t start = offset + rest.size();
   if (units == SliceUnits::lines) return start;
-  bool blank = is_blank_line(rest) && blank_before(file, offset - 1);
+  bool blank = is_blank_line(rest) && blank_before(file, offset - 1, rest.empty());
   file.clear();
   file.seekg(static_cast<std::streamoff>(start));
   while (!blank) {
