@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct ModelSummary {
   std::string tokenizer;      // e.g. "WordLevel, 64 tokens (model.pt:tokenizer.json)"
   std::string bos_token;      // empty when sequences have no BOS
   std::int64_t max_length = 0;
+  std::optional<std::int64_t> step;  // headscan.json's "step" (a training checkpoint), when given
   std::vector<double> repeat_loss;  // mean loss of each probe repeat; empty when unavailable
   std::string repeat_loss_note;     // why repeat_loss is unavailable
 };

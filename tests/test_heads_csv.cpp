@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/heads_csv.h"
+#include "reports/heads_json.h"
 
 TEST_CASE("fields are quoted only when they must be", "[reports][csv]") {
   CHECK(headscan::csv_field("previous-token") == "previous-token");
@@ -33,4 +34,13 @@ TEST_CASE("heads.csv has a row per head and a column per score", "[reports][csv]
   const std::string first = "0,0,0,previous-token,previous-token;positional,0.91,-1,0.91,1.0,,nsubj,d2h,0.5,0.1,30,true,\r\n";
   const std::string second = "0,1,0,none,,1e-06,1,0.2,0.25,0.5,,,,,,,1.25e-07\r\n";
   CHECK(csv == header + first + second);
+}
+
+TEST_CASE("heads.json names a checkpoint's step only when headscan.json gives one", "[reports]") {
+  headscan::ModelSummary model;
+  const auto without = headscan::make_heads_json(model, {}, {}, {}, nlohmann::ordered_json::array(), {}, {});
+  CHECK_FALSE(without.at("model").contains("step"));
+  model.step = 500;
+  const auto with = headscan::make_heads_json(model, {}, {}, {}, nlohmann::ordered_json::array(), {}, {});
+  CHECK(with.at("model").at("step") == 500);
 }

@@ -73,6 +73,15 @@ TEST_CASE("headscan.json: n_kv_heads is a whole number from 1 to 4096", "[metada
   CHECK_THAT(error_of(R"({"n_kv_heads": 2.0})"), Contains("found number 2.0"));
 }
 
+TEST_CASE("headscan.json: step is a checkpoint's whole training step", "[metadata][errors]") {
+  CHECK_FALSE(parse_model_metadata(R"({"name": "m"})", kOrigin).step.has_value());
+  CHECK(parse_model_metadata(R"({"step": 0})", kOrigin).step == 0);
+  CHECK(parse_model_metadata(R"({"step": 12000})", kOrigin).step == 12000);
+  CHECK_THAT(error_of(R"({"step": -1})"), Contains("step to be an integer from 0 to") && Contains("found number -1"));
+  CHECK_THAT(error_of(R"({"step": 1.5})"), Contains("found number 1.5"));
+  CHECK_THAT(error_of(R"({"step": "500"})"), Contains("step"));
+}
+
 TEST_CASE("headscan.json: types of the other fields, the document and its size", "[metadata][errors]") {
   CHECK_THAT(error_of(R"({"causal": 1})"), Contains("expected causal to be true or false, found number 1"));
   CHECK_THAT(error_of(R"({"name": ["a"]})"), Contains("expected name to be a string, found array [\"a\"]"));

@@ -10,7 +10,7 @@ namespace headscan {
 namespace {
 
 constexpr const char* kExpected =
-    "{\"name\": string, \"bos_token\": string, \"max_length\": integer, \"causal\": bool, \"n_kv_heads\": integer}";
+    "{\"name\": string, \"bos_token\": string, \"max_length\": integer, \"causal\": bool, \"n_kv_heads\": integer, \"step\": integer}";
 constexpr const char* kWhatToDo = "fix headscan.json inside the archive (torch.jit.save's _extra_files)";
 
 [[noreturn]] void throw_bad_field(const std::string& origin, const char* name, const std::string& expected,
@@ -78,6 +78,7 @@ ModelMetadata parse_model_metadata(const std::string& text, const std::string& o
   if (auto kv_heads = integer_field(doc, "n_kv_heads", 1, kMaxMetadataKvHeads, origin)) {
     metadata.n_kv_heads = static_cast<int>(*kv_heads);
   }
+  metadata.step = integer_field(doc, "step", 0, kMaxMetadataStep, origin);
   return metadata;
 }
 

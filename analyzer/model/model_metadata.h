@@ -1,6 +1,6 @@
 #pragma once
 // headscan.json, the metadata file inside a model archive: {"name", "bos_token", "max_length",
-// "causal", "n_kv_heads"}, every field optional. Read without LibTorch (and fuzzed so:
+// "causal", "n_kv_heads", "step"}, every field optional. Read without LibTorch (and fuzzed so:
 // tests/fuzz/fuzz_headscan_json.cpp).
 
 #include <cstddef>
@@ -14,6 +14,7 @@ namespace headscan {
 constexpr std::size_t kMaxMetadataBytes = std::size_t{1} << 20;    // 1 MiB; real files hold a few lines
 constexpr std::int64_t kMaxMetadataLength = std::int64_t{1} << 20;  // max_length, as --max-length
 constexpr int kMaxMetadataKvHeads = 4096;                           // n_kv_heads
+constexpr std::int64_t kMaxMetadataStep = std::int64_t{1} << 53;    // step, exact in a JSON number
 
 struct ModelMetadata {
   std::string name;
@@ -21,6 +22,7 @@ struct ModelMetadata {
   std::optional<std::int64_t> max_length;  // 2 … kMaxMetadataLength
   std::optional<bool> causal;
   std::optional<int> n_kv_heads;           // 1 … kMaxMetadataKvHeads
+  std::optional<std::int64_t> step;        // a checkpoint's training step, 0 … kMaxMetadataStep
 };
 
 // Parses headscan.json; empty text gives the defaults. Throws InputError, naming `origin`, the

@@ -76,6 +76,7 @@ nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresho
   model.capture = state.model->capture_method();
   model.forward = state.model->forward_schema();
   model.max_length = state.text.shape.max_length;
+  model.step = metadata.step;
   if (model.kv_heads <= 0 || state.shape.heads % model.kv_heads != 0) {
     throw InputError(fmt::format("{}:headscan.json: n_kv_heads {} does not divide the {} query heads found",
                                  state.model->path(), model.kv_heads, state.shape.heads));
