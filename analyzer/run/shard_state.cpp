@@ -121,17 +121,17 @@ ShardCounts parse_counts(const Fields& fields, const nlohmann::ordered_json& cou
   return parsed;
 }
 
+// A value of a state for a message (quote_json takes nlohmann::json, states are ordered_json).
+std::string quoted(const nlohmann::ordered_json& value) { return quote_json(nlohmann::json::parse(value.dump()), 120); }
+
 // The first key where two "agree" sections differ, with both values, quoted.
 std::string first_difference(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b) {
   for (const auto& [key, value] : a.items()) {
-    if (!b.contains(key)) return fmt::format("{}: {} against nothing", key, quote_json(nlohmann::json::parse(value.dump())));
-    if (b.at(key) != value) {
-      return fmt::format("{}: {} against {}", key, quote_json(nlohmann::json::parse(value.dump()), 120),
-                         quote_json(nlohmann::json::parse(b.at(key).dump()), 120));
-    }
+    if (!b.contains(key)) return fmt::format("{}: {} against nothing", key, quoted(value));
+    if (b.at(key) != value) return fmt::format("{}: {} against {}", key, quoted(value), quoted(b.at(key)));
   }
   for (const auto& [key, value] : b.items()) {
-    if (!a.contains(key)) return fmt::format("{}: nothing against {}", key, quote_json(nlohmann::json::parse(value.dump())));
+    if (!a.contains(key)) return fmt::format("{}: nothing against {}", key, quoted(value));
   }
   return {};
 }
@@ -179,7 +179,7 @@ ShardState parse_shard_state(const std::string& text, const std::string& where) 
   if (!root.contains("version") || root.at("version") != kShardStateVersion) {
     throw InputError(fmt::format("{}: shard state version {} cannot be merged by headscan {} (it reads version {}); "
                                  "merge with the headscan version that ran the shards, or run them again",
-                                 where, root.contains("version") ? quote_json(nlohmann::json::parse(root.at("version").dump())) : "none",
+                                 where, root.contains("version") ? quoted(root.at("version")) : "none",
                                  HEADSCAN_VERSION, kShardStateVersion));
   }
   ShardState state;
