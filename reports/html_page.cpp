@@ -32,12 +32,12 @@ std::string page_start(const std::string& title) {
       kContentSecurityPolicy, escape_html(title), report_stylesheet(), report_early_script());
 }
 
-std::string page_end(const nlohmann::ordered_json& config) {
+std::string page_end(const nlohmann::ordered_json& config, const char* script) {
   return fmt::format(
       "<div id=\"tooltip\" role=\"tooltip\"></div>\n"
       "<script type=\"application/json\" id=\"headscan-config\" data-headscan=\"config\">{}</script>\n"
       "<script data-headscan=\"main\">(function () {{\n'use strict';\n{}}})();</script>\n</body>\n</html>\n",
-      json_for_script(config), report_script());
+      json_for_script(config), script ? script : report_script());
 }
 
 std::string label_badge(const std::string& label) {

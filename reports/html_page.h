@@ -24,8 +24,9 @@ struct ReportContents {
 
 // <!DOCTYPE html> … <body>; `title` is escaped here.
 std::string page_start(const std::string& title);
-// The tooltip element, `config` as JSON for the script, the script, </body></html>.
-std::string page_end(const nlohmann::ordered_json& config);
+// The tooltip element, `config` as JSON for the script, the script (report_script() unless
+// given), </body></html>.
+std::string page_end(const nlohmann::ordered_json& config, const char* script = nullptr);
 
 std::string label_badge(const std::string& label);
 std::string label_legend(const std::vector<std::string>& labels);

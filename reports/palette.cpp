@@ -104,6 +104,11 @@ const PruningColours& pruning_colours() {
   return colours;
 }
 
+const CompareColours& compare_colours() {
+  static const CompareColours colours = {from_hex(0x0072B2), from_hex(0xD55E00), from_hex(0xFFF1DC), from_hex(0xE69F00)};
+  return colours;
+}
+
 const std::vector<Rgb>& attention_stops() {
   // ColorBrewer "Blues", from white.
   static const std::vector<Rgb> stops = {from_hex(0xFFFFFF), from_hex(0xDEEBF7), from_hex(0xC6DBEF),

@@ -51,6 +51,17 @@ struct PruningColours {
 };
 const PruningColours& pruning_colours();
 
+// `headscan compare`: the best induction score blue and the in-context-learning gap vermillion in
+// the phase-change figure (Okabe and Ito), and the heads whose primary label changed highlighted
+// in orange on the small multiples.
+struct CompareColours {
+  Rgb induction;
+  Rgb in_context_gap;
+  Rgb changed_fill;
+  Rgb changed_frame;
+};
+const CompareColours& compare_colours();
+
 // Attention weights: white (0) to dark blue (1), a sequential ramp that keeps token labels drawn on
 // top of it readable. The same stops drive the JavaScript viewer.
 Rgb attention_colour(double weight);

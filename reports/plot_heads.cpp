@@ -8,13 +8,13 @@
 
 namespace headscan {
 
-void plot_label_map(const ReportData& data, const std::filesystem::path& path) {
+void plot_label_map(const ReportData& data, const std::filesystem::path& path, const std::string& title) {
   const GridLayout grid = make_grid_layout(data, 64, 70);
   const double legend_x = grid.left + grid.width() + 30;
   const int width = static_cast<int>(legend_x + 210);
   const int height = static_cast<int>(std::max(grid.top + grid.height() + 30, 70.0 + 24.0 * report_labels().size() + 40));
   PngCanvas canvas(width, height);
-  draw_grid_axes(canvas, grid, "Heads by primary label");
+  draw_grid_axes(canvas, grid, title);
 
   std::map<std::string, int> counts;
   TextStyle tag;

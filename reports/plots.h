@@ -24,7 +24,8 @@ std::size_t attention_plots_per_head(const ReportData& data, std::size_t example
 // File name of a score's heatmap: "score_" + the name reduced to [a-z0-9_] + ".png".
 std::string score_plot_name(const std::string& score);
 
-void plot_label_map(const ReportData& data, const std::filesystem::path& path);
+void plot_label_map(const ReportData& data, const std::filesystem::path& path,
+                    const std::string& title = "Heads by primary label");
 void plot_score_heatmap(const ReportData& data, const ScoreColumn& score, const std::filesystem::path& path);
 void plot_layer_summary(const ReportData& data, const std::filesystem::path& path);
 void plot_attention(const ExampleSequence& example, int layer, int head, const std::string& title,

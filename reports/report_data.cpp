@@ -72,38 +72,6 @@ const CausalScore* causal_score(std::string_view name) {
   return nullptr;
 }
 
-bool is_relation_table(const Json& value) {
-  if (!value.is_object() || value.empty()) return false;
-  for (const auto& [relation, entry] : value.items()) {
-    if (!entry.is_object() || !entry.contains("accuracy")) return false;
-  }
-  return true;
-}
-
-std::optional<double> number_at(const Json& object, const char* key) {
-  if (!object.is_object()) return std::nullopt;
-  const auto found = object.find(key);
-  if (found == object.end() || !found->is_number()) return std::nullopt;
-  return found->get<double>();
-}
-
-// The relation with the largest accuracy − baseline; passed relations first.
-const Json* best_relation(const Json& table, std::string* name) {
-  const Json* best = nullptr;
-  double best_key = -std::numeric_limits<double>::infinity();
-  for (const auto& [relation, entry] : table.items()) {
-    const double margin = number_at(entry, "accuracy").value_or(0) - number_at(entry, "baseline").value_or(0);
-    const bool passed = entry.value("passed", false);
-    const double key = margin + (passed ? 10.0 : 0.0);
-    if (key > best_key) {
-      best_key = key;
-      best = &entry;
-      if (name) *name = relation;
-    }
-  }
-  return best;
-}
-
 }  // namespace
 
 std::string HeadInfo::id() const { return fmt::format("L{}H{}", layer, head); }
@@ -141,20 +109,6 @@ std::optional<double> ReportData::layer_mean(std::string_view score_name, int la
   return sum / count;
 }
 
-std::optional<double> scalar_score(const Json& value) {
-  if (value.is_number()) {
-    const double number = value.get<double>();
-    return std::isfinite(number) ? std::optional<double>(number) : std::nullopt;
-  }
-  if (value.is_object() && value.contains("weight")) return number_at(value, "weight");
-  if (is_relation_table(value)) {
-    const Json* best = best_relation(value, nullptr);
-    if (!best) return std::nullopt;
-    return number_at(*best, "accuracy").value_or(0) - number_at(*best, "baseline").value_or(0);
-  }
-  return std::nullopt;
-}
-
 std::string format_number(std::optional<double> value, int digits) {
   if (!value) return "—";
   std::string text = fmt::format("{:.{}f}", *value, digits);
@@ -173,12 +127,14 @@ std::string score_text(const Json* value) {
     if (const auto rate = number_at(*value, "argmax_rate")) text += " (argmax " + format_number(rate) + ")";
     return text;
   }
-  if (is_relation_table(*value)) {
-    std::string relation;
-    const Json* best = best_relation(*value, &relation);
-    return fmt::format("{} {} {} vs {}{}", relation, best->value("direction", ""),
+  std::string relation;
+  if (const Json* best = is_relation_table(*value) ? best_relation(*value, &relation) : nullptr) {
+    const auto direction = best->find("direction");
+    const auto passed = best->find("passed");
+    return fmt::format("{} {} {} vs {}{}", relation,
+                       direction != best->end() && direction->is_string() ? direction->get<std::string>() : "",
                        format_number(number_at(*best, "accuracy")), format_number(number_at(*best, "baseline")),
-                       best->value("passed", false) ? " ✓" : "");
+                       passed != best->end() && passed->is_boolean() && passed->get<bool>() ? " ✓" : "");
   }
   if (value->is_object() && value->empty()) return "—";
   return value->dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "reports/causal_data.h"
+#include "reports/score_values.h"
 
 namespace headscan {
 
@@ -61,10 +62,6 @@ struct ReportData {
 
 // Throws std::runtime_error when `heads` has no usable "heads" array.
 ReportData read_report_data(const nlohmann::ordered_json& heads);
-
-// The number that stands for a score: the value of a number; `weight` of an object that has one
-// (positional); for relation tables (syntactic) the best accuracy − baseline; else nullopt.
-std::optional<double> scalar_score(const nlohmann::ordered_json& value);
 
 // A short human reading of a score value: "0.97", "−1: 0.97 (argmax 1.00)", "nsubj h2d 0.61 vs 0.45".
 std::string score_text(const nlohmann::ordered_json* value);

@@ -3,7 +3,7 @@
 # limits"). Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS   how long each target runs (default 60); targets run one after the other, one job each
 #   TARGET    tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values shard_state
-#             torchscript_pickle
+#             compare_run torchscript_pickle
 #             (default: all)
 # Installs clang and the libraries it needs from Debian's packages (only what is missing), builds
 # the targets with ASan and UBSan in build-fuzz/ (HEADSCAN_FUZZ=ON, no LibTorch), and runs each on
@@ -17,7 +17,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 [[ $# -gt 0 ]] && shift
-all_targets=(tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values torchscript_pickle shard_state)
+all_targets=(tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values torchscript_pickle shard_state
+             compare_run)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds == 0)); then

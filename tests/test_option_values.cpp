@@ -49,3 +49,15 @@ TEST_CASE("threshold values: out of range or not numbers are refused", "[cli][op
     CHECK_THROWS_WITH(parse_threshold_option("entropy=\x1b[31m"), Contains("found \"?[31m\""));
   }
 }
+
+TEST_CASE("--steps values: one whole number per run", "[cli][options]") {
+  using headscan::parse_steps_option;
+  CHECK(parse_steps_option("0") == std::vector<std::int64_t>{0});
+  CHECK(parse_steps_option("0,500,1000") == std::vector<std::int64_t>{0, 500, 1000});
+  CHECK(parse_steps_option("9007199254740992") == std::vector<std::int64_t>{std::int64_t{1} << 53});
+  for (const std::string value : {"", ",", "1,,2", "1,", "-1", "1.5", " 1", "9007199254740993", "99999999999999999999",
+                                  "1;2"}) {
+    CAPTURE(value);
+    CHECK_THROWS_WITH(parse_steps_option(value), Contains("expected the training step of each run"));
+  }
+}

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include "analyzer/cli/option_values.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/errors.h"
+#include "analyzer/run/compare_command.h"
 #include "analyzer/run/idf_command.h"
 #include "analyzer/run/merge_command.h"
 #include "analyzer/run/tokenize_command.h"
@@ -202,12 +204,75 @@ int run_merge_command(int argc, char** argv) {
   });
 }
 
+// `headscan compare RUN... -o OUT`: reports side by side, checkpoints ordered by step.
+int run_compare_command(int argc, char** argv) {
+  headscan::CompareOptions options;
+  std::string scores;
+  std::string steps;
+  bool no_html = false;
+  bool no_plots = false;
+  bool quiet = false;
+  CLI::App app{"Puts the reports of several runs side by side (checkpoints of one training run, or a base model and "
+               "its fine-tuned version): compare.json, compare.csv, and a report with the phase-change figure, each "
+               "head's scores across the runs, the head maps of the runs and the label changes.",
+               "headscan compare"};
+  app.add_option("runs", options.runs,
+                 "report directories (or their heads.json) of models of one shape; ordered by the step of their "
+                 "headscan.json when every model has one, else as given")
+      ->required()
+      ->type_name("RUN...");
+  app.add_option("-o,--output", options.output_dir, "comparison directory to create")->capture_default_str();
+  app.add_flag("--force", options.force, "replace the output directory if it holds an earlier comparison");
+  app.add_option("--scores", scores,
+                 "the scores drawn per head across the runs and in the diff maps, comma-separated (default: "
+                 "induction,previous_token,first_token,entropy, and importance when present)")
+      ->type_name("NAME,...");
+  app.add_option("--steps", steps, "the training step of each run, in the order given, e.g. 0,500,1000: orders the "
+                                   "runs by it instead of their headscan.json's step")
+      ->type_name("N,...");
+  app.add_flag("--no-html", no_html, "write no HTML page");
+  app.add_flag("--no-plots", no_plots, "write no PNG plots");
+  app.add_flag("-q,--quiet", quiet, "no summary");
+  if (const auto exit_code = parse_subcommand(app, argc, argv, "compare")) return *exit_code;
+  return run_with_exit_codes([&] {
+    if (!steps.empty()) options.steps = headscan::parse_steps_option(steps);
+    if (!scores.empty()) {
+      std::string_view rest(scores);
+      while (true) {
+        const std::size_t comma = rest.find(',');
+        options.scores.emplace_back(rest.substr(0, comma));
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+      }
+    }
+    options.html = !no_html;
+    options.plots = !no_plots;
+    const headscan::CompareSummary summary = headscan::run_compare(options);
+    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
+    if (!quiet) {
+      fmt::print("compared {} runs of {} layers x {} heads in {:.2f} s: {}\n", summary.runs, summary.layers,
+                 summary.heads, summary.seconds, fmt::join(summary.order, ", "));
+      fmt::print("best induction score above 0.5 from {}; in-context-learning gap at least 1 nat from {}\n",
+                 summary.induction_formed.empty() ? "no run" : summary.induction_formed,
+                 summary.gap_formed.empty() ? "no run" : summary.gap_formed);
+      fmt::print("{} heads changed their primary label\n", summary.changed_heads);
+      if (no_html) {
+        fmt::print("report: {}/compare.json (compare.csv beside it)\n", summary.output_dir);
+      } else {
+        fmt::print("report: {}/index.html (compare.json and compare.csv beside it)\n", summary.output_dir);
+      }
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "tokenize") return run_tokenize_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "idf") return run_idf_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "merge") return run_merge_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "compare") return run_compare_command(argc - 1, argv + 1);
 
   headscan::AnalysisOptions options;
   std::vector<std::string> thresholds;
@@ -218,7 +283,8 @@ int main(int argc, char** argv) {
   app.footer("Subcommands: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
              "the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
              "document frequencies once, for --idf (headscan idf --help); headscan merge DIR... -o OUT combines the "
-             "shards of a --shard run into its report (headscan merge --help).");
+             "shards of a --shard run into its report (headscan merge --help); headscan compare RUN... -o OUT puts reports "
+             "side by side, e.g. checkpoints across training (headscan compare --help).");
   app.add_option("model", options.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
   app.add_option("corpus", options.corpus_path,
                  "text corpus, one document per line; a JSON Lines file (.jsonl), one object per document; or a "

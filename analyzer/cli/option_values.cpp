@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <string_view>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -92,6 +93,28 @@ ShardOption parse_shard_option(const std::string& text) {
                                  shown(text), shard.count, shard.count - 1));
   }
   return shard;
+}
+
+std::vector<std::int64_t> parse_steps_option(const std::string& text) {
+  std::vector<std::int64_t> steps;
+  std::string_view rest(text);
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    std::int64_t step = 0;
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), step);
+    if (!digits || error != std::errc() || end != item.data() + item.size() || step > kMaxMetadataStep) {
+      throw InputError(fmt::format("--steps {}: expected the training step of each run, in the order the runs are "
+                                   "given: whole numbers from 0 to 2^53 separated by commas, e.g. --steps 0,500,1000; "
+                                   "found \"{}\"",
+                                   shown(text), shown(std::string(item))));
+    }
+    steps.push_back(step);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return steps;
 }
 
 }  // namespace headscan

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/model_metadata.h"
+
 namespace headscan {
 
 struct ThresholdOption {
@@ -36,5 +38,10 @@ struct ShardOption {
 };
 constexpr std::uint64_t kMaxShards = 1'000'000;
 ShardOption parse_shard_option(const std::string& text);
+
+// The --steps value of `headscan compare`, "0,500,1000": one training step per run, whole numbers
+// from 0 to kMaxMetadataStep (as a headscan.json "step"), separated by commas. Throws InputError
+// saying what was expected and what was found.
+std::vector<std::int64_t> parse_steps_option(const std::string& text);
 
 }  // namespace headscan

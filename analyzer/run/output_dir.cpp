@@ -23,12 +23,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// What a headscan report directory, or a shard's (--shard), holds at its top level.
+// What a headscan report directory, a shard's (--shard) or a comparison's (compare) holds at its
+// top level.
 bool is_report_entry(const fs::directory_entry& entry) {
   const std::string name = entry.path().filename().string();
   if (entry.is_directory()) return name == "heads" || name == "plots" || name == "data";
   return name == "heads.json" || name == "heads.csv" || name == "idf.txt" || name == "index.html" || name == "state.json" ||
-         name == "examples.bin";
+         name == "examples.bin" || name == "compare.json" || name == "compare.csv";
 }
 
 // --force may replace an earlier report only: refuses a directory that holds an input of this run
@@ -54,11 +55,13 @@ void check_replaceable(const fs::path& target, const std::vector<std::string>& i
                                    "or move that file away",
                                    target.string(), entry.path().filename().string()));
     }
-    has_report = has_report || entry.path().filename() == "heads.json" || entry.path().filename() == "state.json";
+    const fs::path name = entry.path().filename();
+    has_report = has_report || name == "heads.json" || name == "state.json" || name == "compare.json";
   }
   if (error || !has_report) {
-    throw InputError(fmt::format("{}: the output directory is not a headscan report (no heads.json) or shard (no state.json); --force "
-                                 "replaces an earlier report only: choose another directory with -o DIR",
+    throw InputError(fmt::format("{}: the output directory is not a headscan report (no heads.json), shard (no "
+                                 "state.json) or comparison (no compare.json); --force replaces an earlier report "
+                                 "only: choose another directory with -o DIR",
                                  target.string()));
   }
 }

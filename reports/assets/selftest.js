@@ -83,6 +83,8 @@ if (location.search.indexOf('selftest') >= 0) {
       const info = headInfo[cell.getAttribute('data-head-id')];
       check('hover shows every score', tooltip && tooltip.style.display === 'block' && info.scores.every(function (p) { return tip.indexOf(p[0]) >= 0; }), tip);
       cell.dispatchEvent(new MouseEvent('mouseout', { bubbles: true }));
+    } else if (config.page === 'compare') {
+      compareChecks(check);
     } else {
       check('head page names its head', document.querySelector('h1').getAttribute('data-head-id') === config.id &&
         location.pathname.endsWith('/heads/' + config.id + '.html'), location.pathname);
@@ -96,7 +98,9 @@ if (location.search.indexOf('selftest') >= 0) {
       }
     }
     const v = viewers[0];
-    if (config.examples === 0) {
+    if (config.page === 'compare') {
+      // no attention viewer: the runs' own reports have theirs
+    } else if (config.examples === 0) {
       check('viewer says it has no examples', v && /No example/.test(v.status.textContent), v ? v.status.textContent : '');
     } else if (v && v.m) {
       // Hovering a query shows its row of weights beside the keys, and the readout names it.

@@ -1,6 +1,8 @@
 // --threshold NAME=VALUE: each input line is one value; accepted values are finite and in range.
 // --shard I/N: the first line is one value; an accepted one has I < N <= kMaxShards.
+// --steps A,B,…: the first line too; accepted steps are 0 … kMaxMetadataStep, one per comma-separated item.
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -17,6 +19,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
       const headscan::ShardOption shard = headscan::parse_shard_option(values.front());
       HEADSCAN_FUZZ_CHECK(shard.count >= 1 && shard.count <= headscan::kMaxShards && shard.index < shard.count);
+    } catch (const headscan::InputError&) {
+    }
+  }
+  if (!values.empty()) {
+    try {
+      const std::vector<std::int64_t> steps = headscan::parse_steps_option(values.front());
+      HEADSCAN_FUZZ_CHECK(steps.size() == static_cast<std::size_t>(std::count(values.front().begin(), values.front().end(), ',')) + 1);
+      for (const std::int64_t step : steps) HEADSCAN_FUZZ_CHECK(step >= 0 && step <= headscan::kMaxMetadataStep);
     } catch (const headscan::InputError&) {
     }
   }

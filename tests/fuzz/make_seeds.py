@@ -191,6 +191,7 @@ def option_seeds():
     write("option_values", "thresholds.txt", "previous_token=0.6\ninduction=1\nsyntactic_support=20\nentropy=0")
     write("option_values", "exponent.txt", "rare_word=5e-1")
     write("option_values", "shard.txt", "3/8")
+    write("option_values", "steps.txt", "0,500,1000")
 
 
 def shard_state_seeds():
@@ -217,6 +218,34 @@ def shard_state_seeds():
     write("shard_state", "empty.json", json.dumps(state(1, 2, 0)))
 
 
+def compare_run_seeds():
+    def head(layer, head, primary, labels, scores, **extra):
+        return {"layer": layer, "head": head, "kv_group": head, "primary": primary, "labels": labels,
+                "scores": scores, **extra}
+    syntactic = {"nsubj": {"direction": "d2h", "accuracy": 0.6, "baseline": 0.2, "baseline_offset": -1,
+                           "support": 30, "passed": True}}
+    report = {
+        "headscan_version": "0.1.0",
+        "model": {"name": "m", "layers": 1, "heads": 2, "kv_heads": 1, "causal": True, "step": 500,
+                  "repeat_loss": [4.1, 0.4, 0.1, 0.1]},
+        "thresholds": {"induction": 0.4},
+        "heads": [
+            head(0, 1, "induction", ["induction"], {"induction": 0.9, "entropy": 1.5, "importance": 0.2,
+                                                     "ablation_loss": -0.01},
+                 circuit={"score": 0.9, "baseline": 0.9, "depends_on": []}),
+            head(0, 0, "previous-token", ["previous-token", "positional"],
+                 {"previous_token": 0.97, "positional": {"offset": -1, "weight": 0.97, "argmax_rate": 1.0},
+                  "induction": None, "syntactic": syntactic}),
+        ],
+        "ablation": {"sequences": 4, "objective": "next-token", "loss": 3.5,
+                     "pruning": {"step": 0.1, "random_orders": 1,
+                                 "points": [{"fraction": 0.0, "importance_order": 3.5, "random_order": 3.5}]}},
+    }
+    write("compare_run", "heads.json", json.dumps(report, indent=1))
+    write("compare_run", "minimal.json", json.dumps({"model": {"layers": 1, "heads": 1},
+                                                     "heads": [head(0, 0, "none", [], {})]}))
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -228,6 +257,7 @@ def main():
     idf_seeds()
     option_seeds()
     shard_state_seeds()
+    compare_run_seeds()
 
 
 if __name__ == "__main__":

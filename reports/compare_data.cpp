@@ -1,0 +1,497 @@
+#include "reports/compare_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "analyzer/errors.h"
+#include "analyzer/json_limits.h"
+#include "analyzer/model/model_metadata.h"
+#include "reports/heads_csv.h"
+#include "reports/score_values.h"
+
+namespace headscan {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kWhatToGive =
+    "give a report directory written by headscan (or merge), or its heads.json";
+
+// A value of the run as it shows in a message, cut short.
+std::string quoted(const Json& value) { return quote_json(nlohmann::json(value)); }
+
+// An integer member within [low, high], or nullopt when absent; InputError for anything else.
+std::optional<std::int64_t> integer_member(const Json& object, const char* key, std::int64_t low, std::int64_t high,
+                                           const std::string& where) {
+  const auto found = object.find(key);
+  if (found == object.end()) return std::nullopt;
+  const Json& value = *found;
+  const bool integer = value.is_number_integer() || value.is_number_unsigned();
+  const bool in_range =
+      integer && (value.is_number_unsigned() ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(high)
+                                             : value.get<std::int64_t>() >= low && value.get<std::int64_t>() <= high);
+  if (!in_range) {
+    throw InputError(fmt::format("{}: expected \"{}\" to be a whole number from {} to {}, found {}; {}", where, key, low,
+                                 high, quoted(value), kWhatToGive));
+  }
+  return value.get<std::int64_t>();
+}
+
+// The head entries of a run in layer-major order, each checked and with a kv_group.
+Json checked_heads(const Json& entries, int layers, int heads, const std::string& origin) {
+  const std::size_t count = static_cast<std::size_t>(layers) * static_cast<std::size_t>(heads);
+  if (entries.size() != count) {
+    throw InputError(fmt::format("{}: \"heads\" lists {} heads, but the model has {} layers × {} heads = {}; the report "
+                                 "is damaged: run headscan again",
+                                 origin, entries.size(), layers, heads, count));
+  }
+  Json ordered = Json::array();
+  std::vector<const Json*> slots(count, nullptr);
+  for (std::size_t index = 0; index < entries.size(); ++index) {
+    const Json& entry = entries[index];
+    const std::string where = fmt::format("{}: heads[{}]", origin, index);
+    if (!entry.is_object()) throw InputError(fmt::format("{}: expected an object, found {}", where, quoted(entry)));
+    const auto layer = integer_member(entry, "layer", 0, layers - 1, where);
+    const auto head = integer_member(entry, "head", 0, heads - 1, where);
+    if (!layer || !head) throw InputError(fmt::format("{}: expected \"layer\" and \"head\"; {}", where, kWhatToGive));
+    const std::size_t slot = static_cast<std::size_t>(*layer) * static_cast<std::size_t>(heads) + static_cast<std::size_t>(*head);
+    if (slots[slot]) throw InputError(fmt::format("{}: L{}H{} is listed twice; the report is damaged: run headscan again", where, *layer, *head));
+    slots[slot] = &entry;
+  }
+  for (const Json* entry : slots) {
+    Json head = *entry;
+    const std::string where = fmt::format("{}: L{}H{}", origin, head["layer"].get<int>(), head["head"].get<int>());
+    if (!integer_member(head, "kv_group", 0, kMaxCompareHeads, where)) head["kv_group"] = head["head"];
+    if (!head.contains("primary") || !head["primary"].is_string()) {
+      throw InputError(fmt::format("{}: expected \"primary\", a label; {}", where, kWhatToGive));
+    }
+    if (!head.contains("labels") || !head["labels"].is_array() ||
+        !std::all_of(head["labels"].begin(), head["labels"].end(), [](const Json& label) { return label.is_string(); })) {
+      throw InputError(fmt::format("{}: expected \"labels\", an array of labels; {}", where, kWhatToGive));
+    }
+    if (!head.contains("scores")) head["scores"] = Json::object();
+    if (!head["scores"].is_object()) throw InputError(fmt::format("{}: expected \"scores\" to be an object; {}", where, kWhatToGive));
+    ordered.push_back(std::move(head));
+  }
+  return ordered;
+}
+
+std::string directory_name(const fs::path& path) {
+  const fs::path absolute = fs::absolute(path).lexically_normal();
+  const fs::path directory = absolute.filename().empty() ? absolute.parent_path() : absolute;
+  return directory.filename().string();
+}
+
+Json number_or_null(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
+
+// Labels of `to` not in `from`.
+std::vector<std::string> labels_not_in(const Json& to, const Json& from) {
+  std::vector<std::string> found;
+  for (const auto& label : to) {
+    if (std::find(from.begin(), from.end(), label) == from.end()) found.push_back(label.get<std::string>());
+  }
+  return found;
+}
+
+std::optional<LabelChange> label_change(const Comparison& comparison, int layer, int head, std::size_t from, std::size_t to) {
+  const Json& before = comparison.runs[from].head(layer, head);
+  const Json& after = comparison.runs[to].head(layer, head);
+  LabelChange change{layer, head, from, to, before["primary"].get<std::string>(), after["primary"].get<std::string>(),
+                     labels_not_in(after["labels"], before["labels"]), labels_not_in(before["labels"], after["labels"])};
+  if (change.primary_before == change.primary_after && change.added.empty() && change.removed.empty()) return std::nullopt;
+  return change;
+}
+
+Json label_changes_json(const std::vector<LabelChange>& changes) {
+  Json list = Json::array();
+  for (const LabelChange& change : changes) {
+    list.push_back({{"layer", change.layer},
+                    {"head", change.head},
+                    {"from", change.from},
+                    {"to", change.to},
+                    {"primary", {change.primary_before, change.primary_after}},
+                    {"added", change.added},
+                    {"removed", change.removed}});
+  }
+  return list;
+}
+
+const char* order_name(RunOrder order) {
+  switch (order) {
+    case RunOrder::step: return "step";
+    case RunOrder::steps: return "--steps";
+    case RunOrder::given: break;
+  }
+  return "given";
+}
+
+}  // namespace
+
+CompareRun parse_compare_run(const std::string& text, const std::string& origin) {
+  check_json_depth(text, origin);
+  Json document;
+  try {
+    document = Json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}: not JSON ({}); {}", origin, e.what(), kWhatToGive));
+  }
+  if (!document.is_object()) throw InputError(fmt::format("{}: expected a JSON object, a headscan report; {}", origin, kWhatToGive));
+  const auto format = document.find("format");
+  if (format != document.end() && format->is_string()) {
+    const std::string name = format->get<std::string>();
+    if (name == "headscan-shard") {
+      throw InputError(fmt::format("{}: this is one shard of a run (--shard), not a report: combine the shards with "
+                                   "headscan merge DIR... -o OUT and compare OUT",
+                                   origin));
+    }
+    if (name == "headscan-compare") {
+      throw InputError(fmt::format("{}: this is a comparison (compare.json), not a run; {}", origin, kWhatToGive));
+    }
+  }
+  if (!document.contains("model") || !document["model"].is_object() || !document.contains("heads") ||
+      !document["heads"].is_array()) {
+    throw InputError(fmt::format("{}: expected a headscan report with \"model\" and \"heads\"; {}", origin, kWhatToGive));
+  }
+  Json& model = document["model"];
+  const std::string where = origin + ": model";
+  const auto layers = integer_member(model, "layers", 1, kMaxCompareHeads, where);
+  const auto heads = integer_member(model, "heads", 1, kMaxCompareHeads, where);
+  if (!layers || !heads) throw InputError(fmt::format("{}: expected \"layers\" and \"heads\"; {}", where, kWhatToGive));
+  if (*layers * *heads > kMaxCompareHeads) {
+    throw InputError(fmt::format("{}: {} layers × {} heads is more than headscan compares ({} heads)", where, *layers,
+                                 *heads, kMaxCompareHeads));
+  }
+  CompareRun run;
+  run.path = origin;
+  run.layers = static_cast<int>(*layers);
+  run.heads = static_cast<int>(*heads);
+  run.step = integer_member(model, "step", 0, kMaxMetadataStep, where);
+  if (model.contains("repeat_loss")) {
+    const Json& losses = model["repeat_loss"];
+    if (!losses.is_null() && (!losses.is_array() || !std::all_of(losses.begin(), losses.end(), [](const Json& v) { return v.is_number(); }))) {
+      throw InputError(fmt::format("{}: expected \"repeat_loss\" to be an array of numbers, found {}", where,
+                                   quoted(losses)));
+    }
+  }
+  if (document.contains("ablation") && !document["ablation"].is_object()) {
+    throw InputError(fmt::format("{}: expected \"ablation\" to be an object; {}", origin, kWhatToGive));
+  }
+  document["heads"] = checked_heads(document["heads"], run.layers, run.heads, origin);
+  std::set<std::string> names;
+  for (const Json& head : document["heads"]) {
+    for (const auto& [name, value] : head["scores"].items()) names.insert(name);
+    if (names.size() > kMaxCompareScores) {
+      throw InputError(fmt::format("{}: the heads have more than {} different scores; {}", origin, kMaxCompareScores, kWhatToGive));
+    }
+  }
+  run.document = std::move(document);
+  return run;
+}
+
+CompareRun read_compare_run(const std::string& given) {
+  std::error_code error;
+  fs::path path = given;
+  if (fs::is_directory(path, error)) path /= "heads.json";
+  if (!fs::is_regular_file(path, error)) {
+    if (fs::exists(fs::path(given) / "state.json", error)) {
+      throw InputError(fmt::format("{}: this is one shard of a run (--shard), not a report: combine the shards with "
+                                   "headscan merge DIR... -o OUT and compare OUT",
+                                   given));
+    }
+    throw InputError(fmt::format("{}: no such report: {}", path.string(), kWhatToGive));
+  }
+  const std::uintmax_t size = fs::file_size(path, error);
+  if (error || size > kMaxCompareRunBytes) {
+    throw InputError(fmt::format("{}: {} bytes, more than a heads.json of headscan can be ({} bytes); {}", path.string(),
+                                 size, kMaxCompareRunBytes, kWhatToGive));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) throw InputError(fmt::format("{}: cannot be read", path.string()));
+  CompareRun run = parse_compare_run(text.str(), path.string());
+  run.given = given;
+  run.name = path.filename() == "heads.json" ? directory_name(path.parent_path().empty() ? fs::path(".") : path.parent_path())
+                                             : path.stem().string();
+  return run;
+}
+
+Comparison make_comparison(std::vector<CompareRun> runs, const std::vector<std::int64_t>& steps) {
+  if (runs.empty()) throw InputError("compare needs at least one run");
+  Comparison comparison;
+  comparison.layers = runs.front().layers;
+  comparison.heads = runs.front().heads;
+  for (const CompareRun& run : runs) {
+    if (run.layers != comparison.layers || run.heads != comparison.heads) {
+      throw InputError(fmt::format("{}: the model has {} layers × {} heads, but {} has {} layers × {} heads: compare "
+                                   "puts heads of models of one shape side by side",
+                                   run.given, run.layers, run.heads, runs.front().given, comparison.layers,
+                                   comparison.heads));
+    }
+  }
+  std::error_code error;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (fs::equivalent(runs[i].path, runs[j].path, error)) {
+        throw InputError(fmt::format("{}: this run is given twice (also as {})", runs[i].given, runs[j].given));
+      }
+    }
+  }
+  // Names: the directory's, or the argument where two runs share one.
+  std::map<std::string, int> uses;
+  for (const CompareRun& run : runs) ++uses[run.name];
+  for (CompareRun& run : runs) {
+    if (run.name.empty() || uses[run.name] > 1) run.name = run.given.empty() ? run.path : run.given;
+  }
+
+  if (!steps.empty()) {
+    if (steps.size() != runs.size()) {
+      throw InputError(fmt::format("--steps gives {} steps for {} runs: give one step per run, in the order of the runs",
+                                   steps.size(), runs.size()));
+    }
+    for (std::size_t i = 0; i < runs.size(); ++i) runs[i].step = steps[i];
+    comparison.order = RunOrder::steps;
+  } else if (std::all_of(runs.begin(), runs.end(), [](const CompareRun& run) { return run.step.has_value(); })) {
+    comparison.order = RunOrder::step;
+  } else {
+    comparison.order = RunOrder::given;
+    std::vector<std::string> without;
+    for (const CompareRun& run : runs) {
+      if (!run.step) without.push_back(run.name);
+    }
+    if (runs.size() > 1 && without.size() < runs.size()) {
+      comparison.warnings.push_back(fmt::format(
+          "runs in the order given: {} ha{} no step (\"step\" in the model's headscan.json); --steps gives every run one",
+          fmt::join(without, ", "), without.size() == 1 ? "s" : "ve"));
+    }
+    for (CompareRun& run : runs) run.step.reset();
+  }
+  if (comparison.order != RunOrder::given) {
+    std::stable_sort(runs.begin(), runs.end(), [](const CompareRun& a, const CompareRun& b) { return *a.step < *b.step; });
+    for (std::size_t i = 1; i < runs.size(); ++i) {
+      if (*runs[i].step == *runs[i - 1].step) {
+        comparison.warnings.push_back(fmt::format("{} and {} have the same step, {}: they are shown in the order given",
+                                                  runs[i - 1].name, runs[i].name, *runs[i].step));
+      }
+    }
+  }
+  for (const CompareRun& run : runs) {
+    for (const Json& head : run.document["heads"]) {
+      for (const auto& [name, value] : head["scores"].items()) {
+        if (std::find(comparison.score_names.begin(), comparison.score_names.end(), name) == comparison.score_names.end()) {
+          comparison.score_names.push_back(name);
+        }
+      }
+    }
+  }
+  if (comparison.score_names.size() > kMaxCompareScores) {
+    throw InputError(fmt::format("the runs have more than {} different scores between them: compare runs of headscan",
+                                 kMaxCompareScores));
+  }
+  comparison.runs = std::move(runs);
+  return comparison;
+}
+
+RunFindings run_findings(const CompareRun& run) {
+  RunFindings findings;
+  for (int layer = 0; layer < run.layers; ++layer) {
+    for (int head = 0; head < run.heads; ++head) {
+      const Json* value = run_score(run, layer, head, "induction");
+      const std::optional<double> score = value ? scalar_score(*value) : std::nullopt;
+      if (score && (!findings.best_induction || *score > *findings.best_induction)) {
+        findings.best_induction = score;
+        findings.best_layer = layer;
+        findings.best_head = head;
+      }
+    }
+  }
+  const Json& model = run.document["model"];
+  if (model.contains("repeat_loss") && model["repeat_loss"].is_array()) {
+    for (const Json& loss : model["repeat_loss"]) findings.repeat_loss.push_back(loss.get<double>());
+  }
+  if (findings.repeat_loss.size() >= 2) {
+    double later = 0;
+    for (std::size_t r = 1; r < findings.repeat_loss.size(); ++r) later += findings.repeat_loss[r];
+    const double gap = findings.repeat_loss[0] - later / static_cast<double>(findings.repeat_loss.size() - 1);
+    if (std::isfinite(gap)) findings.in_context_gap = gap;
+  }
+  if (run.document.contains("ablation")) findings.loss = number_at(run.document["ablation"], "loss");
+  return findings;
+}
+
+PhaseChange phase_change(const std::vector<RunFindings>& findings) {
+  PhaseChange change;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    if (!change.induction_run && findings[i].best_induction && *findings[i].best_induction > kInductionFormed) {
+      change.induction_run = i;
+    }
+    if (!change.gap_run && findings[i].in_context_gap && *findings[i].in_context_gap >= kInContextGapFormed) {
+      change.gap_run = i;
+    }
+  }
+  return change;
+}
+
+std::vector<LabelChange> consecutive_label_changes(const Comparison& comparison) {
+  std::vector<LabelChange> changes;
+  for (std::size_t run = 1; run < comparison.runs.size(); ++run) {
+    for (int layer = 0; layer < comparison.layers; ++layer) {
+      for (int head = 0; head < comparison.heads; ++head) {
+        if (auto change = label_change(comparison, layer, head, run - 1, run)) changes.push_back(std::move(*change));
+      }
+    }
+  }
+  return changes;
+}
+
+std::vector<LabelChange> overall_label_changes(const Comparison& comparison) {
+  std::vector<LabelChange> changes;
+  if (comparison.runs.size() < 2) return changes;
+  for (int layer = 0; layer < comparison.layers; ++layer) {
+    for (int head = 0; head < comparison.heads; ++head) {
+      if (auto change = label_change(comparison, layer, head, 0, comparison.runs.size() - 1)) changes.push_back(std::move(*change));
+    }
+  }
+  return changes;
+}
+
+bool primary_changed(const Comparison& comparison, int layer, int head) {
+  const Json& first = comparison.runs.front().head(layer, head)["primary"];
+  return std::any_of(comparison.runs.begin(), comparison.runs.end(),
+                     [&](const CompareRun& run) { return run.head(layer, head)["primary"] != first; });
+}
+
+std::optional<double> trajectory_value(const Json* value) {
+  return value ? scalar_score(*value) : std::nullopt;
+}
+
+const Json* run_score(const CompareRun& run, int layer, int head, const std::string& name) {
+  const Json& scores = run.head(layer, head)["scores"];
+  const auto found = scores.find(name);
+  if (found == scores.end() || found->is_null()) return nullptr;
+  return &*found;
+}
+
+std::string run_title(const CompareRun& run) {
+  return run.step ? fmt::format("step {}", *run.step) : run.name;
+}
+
+Json compare_json(const Comparison& comparison) {
+  Json runs = Json::array();
+  std::vector<RunFindings> findings;
+  for (const CompareRun& run : comparison.runs) {
+    const RunFindings found = run_findings(run);
+    findings.push_back(found);
+    const Json& model = run.document["model"];
+    Json entry = {{"path", run.given},
+                  {"name", run.name},
+                  {"step", run.step ? Json(*run.step) : Json(nullptr)},
+                  {"model", model.contains("name") ? model["name"] : Json(nullptr)},
+                  {"repeat_loss", found.repeat_loss.empty() ? Json(nullptr) : Json(found.repeat_loss)},
+                  {"in_context_gap", number_or_null(found.in_context_gap)},
+                  {"loss", number_or_null(found.loss)}};
+    entry["best_induction"] = found.best_induction ? Json{{"layer", found.best_layer}, {"head", found.best_head},
+                                                          {"score", *found.best_induction}}
+                                                   : Json(nullptr);
+    std::map<std::string, int> counts;
+    for (const Json& head : run.document["heads"]) ++counts[head["primary"].get<std::string>()];
+    entry["primary_counts"] = counts;
+    if (run.document.contains("ablation")) {
+      const Json& ablation = run.document["ablation"];
+      Json numbers = Json::object();
+      for (const char* key : {"sequences", "objective", "loss"}) {
+        if (ablation.contains(key)) numbers[key] = ablation[key];
+      }
+      const auto pruning = ablation.find("pruning");
+      if (pruning != ablation.end() && pruning->is_object() && pruning->contains("points") && (*pruning)["points"].is_array()) {
+        Json points = Json::array();
+        for (const Json& point : (*pruning)["points"]) {
+          if (!point.is_object()) continue;
+          points.push_back({{"fraction", number_or_null(number_at(point, "fraction"))},
+                            {"importance_order", number_or_null(number_at(point, "importance_order"))},
+                            {"random_order", number_or_null(number_at(point, "random_order"))}});
+        }
+        numbers["pruning"] = std::move(points);
+      }
+      entry["ablation"] = std::move(numbers);
+    }
+    runs.push_back(std::move(entry));
+  }
+  const PhaseChange change = phase_change(findings);
+  auto at_run = [&](const std::optional<std::size_t>& run) {
+    if (!run) return Json(nullptr);
+    const CompareRun& found = comparison.runs[*run];
+    return Json{{"run", *run}, {"step", found.step ? Json(*found.step) : Json(nullptr)}};
+  };
+
+  const bool circuits = std::any_of(comparison.runs.begin(), comparison.runs.end(), [](const CompareRun& run) {
+    return std::any_of(run.document["heads"].begin(), run.document["heads"].end(),
+                       [](const Json& head) { return head.contains("circuit"); });
+  });
+  Json heads = Json::array();
+  for (int layer = 0; layer < comparison.layers; ++layer) {
+    for (int head = 0; head < comparison.heads; ++head) {
+      Json scores = Json::object();
+      for (const std::string& name : comparison.score_names) {
+        Json values = Json::array();
+        for (const CompareRun& run : comparison.runs) {
+          const Json* value = run_score(run, layer, head, name);
+          values.push_back(value ? *value : Json(nullptr));
+        }
+        scores[name] = std::move(values);
+      }
+      Json labels = Json::array(), primary = Json::array(), circuit = Json::array();
+      for (const CompareRun& run : comparison.runs) {
+        const Json& entry = run.head(layer, head);
+        labels.push_back(entry["labels"]);
+        primary.push_back(entry["primary"]);
+        circuit.push_back(entry.contains("circuit") ? entry["circuit"] : Json(nullptr));
+      }
+      Json entry = {{"layer", layer}, {"head", head}, {"scores", std::move(scores)}, {"labels", std::move(labels)},
+                    {"primary", std::move(primary)}, {"primary_changed", primary_changed(comparison, layer, head)}};
+      if (circuits) entry["circuit"] = std::move(circuit);
+      heads.push_back(std::move(entry));
+    }
+  }
+  return {{"format", "headscan-compare"},
+          {"version", 1},
+          {"headscan_version", HEADSCAN_VERSION},
+          {"order", order_name(comparison.order)},
+          {"layers", comparison.layers},
+          {"heads", comparison.heads},
+          {"score_names", comparison.score_names},
+          {"runs", std::move(runs)},
+          {"phase_change", {{"induction_above", kInductionFormed},
+                            {"induction_run", at_run(change.induction_run)},
+                            {"in_context_gap_above", kInContextGapFormed},
+                            {"in_context_gap_run", at_run(change.gap_run)}}},
+          {"heads", std::move(heads)},
+          {"label_changes", {{"consecutive", label_changes_json(consecutive_label_changes(comparison))},
+                             {"first_to_last", label_changes_json(overall_label_changes(comparison))}}},
+          {"warnings", comparison.warnings}};
+}
+
+std::string compare_csv(const Comparison& comparison) {
+  std::vector<std::string> columns;
+  for (const CompareRun& run : comparison.runs) add_score_columns(run.document["heads"], columns);
+  std::string text = std::string("run,run_name,step,") + kHeadCsvColumns;
+  for (const std::string& column : columns) text += "," + csv_field(column);
+  text += "\r\n";
+  for (std::size_t index = 0; index < comparison.runs.size(); ++index) {
+    const CompareRun& run = comparison.runs[index];
+    const std::string prefix =
+        fmt::format("{},{},{},", index, csv_field(run.name), run.step ? std::to_string(*run.step) : std::string());
+    for (const Json& head : run.document["heads"]) text += prefix + head_csv_fields(head, columns) + "\r\n";
+  }
+  return text;
+}
+
+}  // namespace headscan
