@@ -113,8 +113,8 @@ std::optional<double> trajectory_value(const nlohmann::ordered_json* value);
 // A head's score in one run, or null when the run has none.
 const nlohmann::ordered_json* run_score(const CompareRun& run, int layer, int head, const std::string& name);
 
-// compare.json: {"format": "headscan-compare", "version": 1, "headscan_version", "order", "layers",
-// "heads", "score_names", "runs": [{"path", "name", "step", "model", "repeat_loss", "loss",
+// compare.json: {"format": "headscan-compare", "version": 1, "headscan_version", "order", "shape":
+// {"layers", "heads"}, "score_names", "runs": [{"path", "name", "step", "model", "repeat_loss", "loss",
 // "in_context_gap", "best_induction", "primary_counts", "ablation"?}], "phase_change", "heads":
 // [{"layer", "head", "scores": {name: [one value per run, null where a run has none]}, "labels",
 // "primary", "primary_changed", "circuit"?}], "label_changes": {"consecutive", "first_to_last"},

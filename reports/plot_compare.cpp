@@ -43,7 +43,7 @@ void dashed_line(PngCanvas& canvas, double x0, double y0, double x1, double y1, 
 // The grid of small charts, one per head: layers are rows, heads columns.
 struct MultiplesLayout {
   double left = 64;
-  double top = 96;
+  double top = 112;
   double width = 60;   // of one chart
   double height = 38;
   double gap = 4;
@@ -77,9 +77,9 @@ void plot_phase_change(const CompareView& view, const std::filesystem::path& pat
   note.size = 12;
   note.colour = {0.35, 0.35, 0.35};
   note.max_width = canvas.width() - 40;
-  canvas.text("best induction score over heads (left axis) and the in-context-learning gap, the loss on the first "
-              "repeat of the probes minus the mean of the later repeats (right axis, nats)",
+  canvas.text("best induction score over heads (left axis); in-context-learning gap: the loss on the first repeat",
               20, 36, note);
+  canvas.text("of the induction probes minus the mean loss on the later repeats (right axis, nats)", 20, 52, note);
 
   // Right axis: the gap, from min(0, lowest) to max(1, highest).
   double gap_low = 0, gap_high = kInContextGapFormed;
@@ -190,11 +190,11 @@ void plot_trajectories(const CompareView& view, const Trajectory& trajectory, co
   note.size = 12;
   note.colour = {0.35, 0.35, 0.35};
   note.max_width = width - 40;
-  canvas.text(fmt::format("one chart per head, runs left to right{}; scale {} to {}; orange: the head's primary label "
-                          "changed; line colour: its last primary label",
-                          view.by_step ? " by step" : "", format_number(trajectory.low), format_number(trajectory.high)),
+  canvas.text(fmt::format("one chart per head, runs left to right{}, scale {} to {}", view.by_step ? " by step" : "",
+                          format_number(trajectory.low), format_number(trajectory.high)),
               20, 36, note);
-  if (!trajectory.meaning.empty()) canvas.text(trajectory.meaning, 20, 54, note);
+  canvas.text("orange: the head's primary label changed; line colour: its last primary label", 20, 52, note);
+  if (!trajectory.meaning.empty()) canvas.text(trajectory.meaning, 20, 68, note);
 
   TextStyle tick;
   tick.size = 11;

@@ -26,7 +26,9 @@ CompareSummary run_compare(const CompareOptions& options) {
   CompareView view;
   try {
     view = make_compare_view(comparison, scores);
-  } catch (const std::runtime_error& e) {
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {  // read_report_data's errors, and nlohmann's on a value of the wrong type
     throw InputError(fmt::format("the runs cannot be drawn ({}); give reports written by headscan", e.what()));
   }
 
