@@ -50,7 +50,7 @@ TEST_CASE("threshold values: out of range or not numbers are refused", "[cli][op
   }
 }
 
-TEST_CASE("--steps values: one whole number per run", "[cli][options]") {
+TEST_CASE("compare's steps values: one whole number per run", "[cli][options]") {
   using headscan::parse_steps_option;
   CHECK(parse_steps_option("0") == std::vector<std::int64_t>{0});
   CHECK(parse_steps_option("0,500,1000") == std::vector<std::int64_t>{0, 500, 1000});
