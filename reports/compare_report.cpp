@@ -112,7 +112,6 @@ CompareView make_compare_view(const Comparison& comparison, const std::vector<st
   for (const CompareRun& run : comparison.runs) {
     view.runs.push_back(read_report_data(run.document));
     view.findings.push_back(run_findings(run));
-    view.x.push_back(run.step ? static_cast<double>(*run.step) : static_cast<double>(view.x.size()));
   }
   view.by_step = comparison.order != RunOrder::given;
   view.phase = phase_change(view.findings);
@@ -159,18 +158,9 @@ Rgb trajectory_colour(const std::string& primary) {
 std::string trajectory_plot_name(const std::string& score) { return "trajectories_" + file_part(score) + ".png"; }
 std::string diff_plot_name(const std::string& score) { return "diff_" + file_part(score) + ".png"; }
 
-double StepAxis::position(const CompareView& view, std::size_t run) const {
+double run_position(const CompareView& view, std::size_t run) {
   if (view.run_count() < 2) return 0.5;
-  if (!view.by_step || !(high > low)) return static_cast<double>(run) / static_cast<double>(view.run_count() - 1);
-  return (view.x[run] - low) / (high - low);
-}
-
-StepAxis make_step_axis(const CompareView& view) {
-  StepAxis axis;
-  if (view.x.empty()) return axis;
-  axis.low = *std::min_element(view.x.begin(), view.x.end());
-  axis.high = *std::max_element(view.x.begin(), view.x.end());
-  return axis;
+  return static_cast<double>(run) / static_cast<double>(view.run_count() - 1);
 }
 
 void write_compare_report(const std::filesystem::path& directory, const CompareView& view,

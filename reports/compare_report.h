@@ -59,8 +59,7 @@ struct CompareView {
   std::vector<ReportData> runs;
   std::vector<RunFindings> findings;
   PhaseChange phase;
-  bool by_step = false;      // x positions are the runs' steps (else their index)
-  std::vector<double> x;     // per run
+  bool by_step = false;      // the runs are in order of step
   std::vector<Trajectory> trajectories;
   std::vector<ScoreDiff> diffs;        // every score with a value in the first and the last run
   std::vector<bool> primary_changed;   // per head
@@ -82,14 +81,11 @@ Rgb trajectory_colour(const std::string& primary);
 std::string trajectory_plot_name(const std::string& score);
 std::string diff_plot_name(const std::string& score);
 
-// The axis of steps (or run numbers) of the phase-change figure and the trajectories.
-struct StepAxis {
-  double low = 0;
-  double high = 1;
-  // Where a run sits between 0 (the first) and 1 (the last).
-  double position(const CompareView& view, std::size_t run) const;
-};
-StepAxis make_step_axis(const CompareView& view);
+// Where a run sits on the run axis of the phase-change figure and the trajectories, from 0 (the
+// first) to 1 (the last): evenly spaced, in order, each labelled with its step. Checkpoints are
+// usually saved densely around a phase change, which a linear scale of steps would squeeze into
+// one point.
+double run_position(const CompareView& view, std::size_t run);
 
 // plots/*.png
 void plot_phase_change(const CompareView& view, const std::filesystem::path& path);

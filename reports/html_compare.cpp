@@ -126,8 +126,7 @@ std::string runs_section(const CompareView& view, const std::vector<std::string>
 std::string phase_svg(const CompareView& view, std::size_t& points) {
   const CompareColours& colours = compare_colours();
   const double left = 70, top = 24, width = 600, height = 260;
-  const StepAxis steps = make_step_axis(view);
-  auto x_of = [&](std::size_t run) { return left + steps.position(view, run) * width; };
+  auto x_of = [&](std::size_t run) { return left + run_position(view, run) * width; };
   double gap_low = 0, gap_high = kInContextGapFormed;
   for (const RunFindings& found : view.findings) {
     if (found.in_context_gap) {
@@ -157,13 +156,13 @@ std::string phase_svg(const CompareView& view, std::size_t& points) {
   for (std::size_t run = 0; run < view.run_count(); ++run) {
     svg += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" stroke=\"#444\"/>", x_of(run),
                        top + height, top + height + 4);
-    if (run % every != 0 && run + 1 != view.run_count()) continue;
+    if (run % every != 0 && !(run + 1 == view.run_count() && run % every >= (every + 1) / 2)) continue;
     const CompareRun& found = view.comparison->runs[run];
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#444\">{}</text>", x_of(run),
                        top + height + 18, escape_html(found.step ? std::to_string(*found.step) : found.name));
   }
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#333\">{}</text>", left + width / 2,
-                     top + height + 40, view.by_step ? "training step" : "run");
+                     top + height + 40, view.by_step ? "training step (runs evenly spaced)" : "run");
   svg += fmt::format("<text transform=\"translate(20 {:.1f}) rotate(-90)\" text-anchor=\"middle\" fill=\"{}\">best "
                      "induction score</text>",
                      top + height / 2, to_hex(colours.induction));
@@ -230,12 +229,11 @@ std::string phase_section(const CompareView& view, const CompareReportOptions& o
 // One score's small multiples: a chart per head, its trajectory across the runs.
 std::string multiples_svg(const CompareView& view, const Trajectory& trajectory) {
   const Comparison& comparison = *view.comparison;
-  const double cell_width = std::floor(std::clamp(1000.0 / comparison.heads - 4, 22.0, 80.0));
+  const double cell_width = std::floor(std::clamp(1000.0 / comparison.heads - 4, 22.0, 160.0));
   const double cell_height = std::floor(std::max(16.0, cell_width * 0.62));
   const double gap = 4, left = 34, top = 18;
   const double width = left + comparison.heads * (cell_width + gap);
   const double height = top + comparison.layers * (cell_height + gap);
-  const StepAxis steps = make_step_axis(view);
   std::string svg = fmt::format("<svg class=\"multiples\" data-score=\"{0}\" viewBox=\"0 0 {1:.0f} {2:.0f}\" width=\"{1:.0f}\" "
                                 "role=\"img\" aria-label=\"{0} of each head across the runs\">",
                                 escape_html(trajectory.name), width, height);
@@ -271,7 +269,7 @@ std::string multiples_svg(const CompareView& view, const Trajectory& trajectory)
         const auto& value = trajectory.values[index][run];
         if (!value) continue;
         points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ",
-                              3 + steps.position(view, run) * (cell_width - 6), y_of(*value));
+                              3 + run_position(view, run) * (cell_width - 6), y_of(*value));
       }
       svg += fmt::format("<polyline points=\"{}\" stroke=\"{}\"/></g>", points,
                          to_hex(trajectory_colour(view.runs.back().head_list[index].primary)));

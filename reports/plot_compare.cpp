@@ -54,7 +54,7 @@ struct MultiplesLayout {
 
 MultiplesLayout multiples_layout(int layers, int heads) {
   MultiplesLayout layout;
-  layout.width = std::floor(std::clamp(1100.0 / heads - layout.gap, 24.0, 96.0));
+  layout.width = std::floor(std::clamp(1100.0 / heads - layout.gap, 24.0, 160.0));
   layout.height = std::floor(std::max(16.0, layout.width * 0.62));
   (void)layers;
   return layout;
@@ -66,8 +66,7 @@ void plot_phase_change(const CompareView& view, const std::filesystem::path& pat
   const CompareColours& colours = compare_colours();
   PngCanvas canvas(860, 500);
   const double left = 84, top = 110, width = 660, height = 290;
-  const StepAxis steps = make_step_axis(view);
-  auto x_of = [&](std::size_t run) { return left + steps.position(view, run) * width; };
+  auto x_of = [&](std::size_t run) { return left + run_position(view, run) * width; };
 
   TextStyle heading;
   heading.size = 16;
@@ -121,7 +120,7 @@ void plot_phase_change(const CompareView& view, const std::filesystem::path& pat
   const std::size_t every = std::max<std::size_t>(1, view.run_count() * 70 / static_cast<std::size_t>(width) + 1);
   for (std::size_t run = 0; run < view.run_count(); ++run) {
     canvas.line(x_of(run), top + height, x_of(run), top + height + 4, axis_colour);
-    if (run % every != 0 && run + 1 != view.run_count()) continue;
+    if (run % every != 0 && !(run + 1 == view.run_count() && run % every >= (every + 1) / 2)) continue;
     const CompareRun& found = view.comparison->runs[run];
     tick.max_width = 110;
     canvas.text(found.step ? std::to_string(*found.step) : found.name, x_of(run), top + height + 6, tick);
@@ -130,7 +129,7 @@ void plot_phase_change(const CompareView& view, const std::filesystem::path& pat
   title.size = 12;
   title.colour = {0.2, 0.2, 0.2};
   title.anchor = Anchor::center;
-  canvas.text(view.by_step ? "training step" : "run", left + width / 2, top + height + 26, title);
+  canvas.text(view.by_step ? "training step (runs evenly spaced)" : "run", left + width / 2, top + height + 26, title);
   title.angle = M_PI / 2;
   title.baseline = Baseline::bottom;
   title.colour = colours.induction;
@@ -212,7 +211,6 @@ void plot_trajectories(const CompareView& view, const Trajectory& trajectory, co
     canvas.text("L" + std::to_string(layer), layout.left - 6, layout.y(layer) + layout.height / 2, tick);
   }
 
-  const StepAxis steps = make_step_axis(view);
   cairo_t* cairo = canvas.cairo();
   for (int layer = 0; layer < comparison.layers; ++layer) {
     for (int head = 0; head < comparison.heads; ++head) {
@@ -238,7 +236,7 @@ void plot_trajectories(const CompareView& view, const Trajectory& trajectory, co
       for (std::size_t run = 0; run < view.run_count(); ++run) {
         const auto& value = trajectory.values[index][run];
         if (!value) continue;
-        const double x = x0 + 3 + steps.position(view, run) * (layout.width - 6);
+        const double x = x0 + 3 + run_position(view, run) * (layout.width - 6);
         if (!started) cairo_move_to(cairo, x, y_of(*value));
         else cairo_line_to(cairo, x, y_of(*value));
         started = true;
