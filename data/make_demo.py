@@ -8,21 +8,36 @@ shows its whole effect, where two redundant induction heads would each stand in 
 Run with Debian's Python (python3-torch 1.13):   /usr/bin/python3 data/make_demo.py
 
 Writes, next to this script:
-  demo.pt          TorchScript (scripted) model; tokenizer.json (WordLevel) and headscan.json embedded
-  demo_corpus.txt  300 lines of the same kind of text as the training data, for the quick start
+  demo.pt           TorchScript (scripted) model; tokenizer.json (WordLevel) and headscan.json embedded
+  demo_checkpoints/ the model at the training steps in CHECKPOINT_STEPS, saved the same way as
+                    demo.pt with the step in headscan.json ("step"): step-00000.pt, ... They straddle
+                    the phase change in which the induction head forms, for `headscan compare`.
+  demo_corpus.txt   300 lines of the same kind of text as the training data, for the quick start
 
-Training: AdamW with a one-cycle learning rate (peak 2e-3) over 6000 steps of 32 lines.
+Training: AdamW with a one-cycle learning rate (peak 2e-3) over 8000 steps of 32 lines.
 Training data: each line is a short random prefix followed by one random span of 6-24 words
 repeated until the line is full, over a vocabulary of 60 words. Copying the span from context is
-the only way to predict beyond its first occurrence, which is what induction heads do. Seeded,
-one thread: a run takes a few minutes on one CPU core and gives the same model every time.
+the only way to predict beyond its first occurrence, which is what induction heads do. In 60% of
+the lines the span has no repeated word, like headscan's probes; in the rest its words are drawn
+independently, so a word can recur within the span. (With only distinct spans the layer-0 head
+spreads more of its attention over the context and its previous-token score stays near 0.4; with
+only independent draws the induction head's probe score stays near 0.77.)
+Seeded, one thread: a run takes a few minutes on one CPU core and gives the same files every time.
 Python is needed only here, to train (autograd); headscan itself never runs Python.
+
+To look for the phase change with denser checkpoints:
+  /usr/bin/python3 data/make_demo.py --every 50 --out /tmp/ckpts
+trains the same model but writes only step-NNNNN.pt every 50 steps into /tmp/ckpts.
 """
 
+import argparse
+import copy
 import json
 import math
 import os
 import random
+import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -35,14 +50,20 @@ CONTEXT = 96
 D_MODEL = 64
 HEADS = 1
 LAYERS = 2
-STEPS = 6000
+STEPS = 8000
 BATCH = 32
+DISTINCT_SPANS = 0.6                  # fraction of lines whose span has no repeated word
+# Training steps saved into demo_checkpoints/: the induction head forms in a phase change between
+# steps 1150 and 1300 (chosen from a run with --every 50); 8000 is the final model, as in demo.pt.
+CHECKPOINT_STEPS = (0, 500, 1150, 1200, 1250, 1300, 2000, 8000)
 
 
 def sample_line(rng: random.Random) -> list:
     """Word indices of one line: a random prefix, then a random span repeated to the line's end."""
     length = rng.randint(40, CONTEXT - 1)
-    span = [rng.randrange(len(WORDS)) for _ in range(rng.randint(6, 24))]
+    distinct = rng.random() < DISTINCT_SPANS
+    size = rng.randint(6, 24)
+    span = rng.sample(range(len(WORDS)), size) if distinct else [rng.randrange(len(WORDS)) for _ in range(size)]
     words = [rng.randrange(len(WORDS)) for _ in range(rng.randint(0, 10))]
     while len(words) < length:
         words += span
@@ -92,11 +113,14 @@ class DemoModel(nn.Module):
         return self.unembed(self.norm(x))
 
 
-def train(model: DemoModel) -> None:
+def train(model: DemoModel, save_steps, save) -> None:
+    """Trains for STEPS steps; calls save(model, step) after `step` updates for each step in save_steps."""
     rng = random.Random(1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=2e-3, total_steps=STEPS)
     for step in range(STEPS):
+        if step in save_steps:
+            save(model, step)
         lines = [[0] + [w + len(SPECIAL) for w in sample_line(rng)] for _ in range(BATCH)]
         longest = max(len(line) for line in lines)
         ids = torch.tensor([line + [0] * (longest - len(line)) for line in lines])
@@ -111,6 +135,8 @@ def train(model: DemoModel) -> None:
         schedule.step()
         if step % 250 == 0 or step == STEPS - 1:
             print(f"step {step:5d}  loss {loss.item():.3f}", flush=True)
+    if STEPS in save_steps:
+        save(model, STEPS)
 
 
 def tokenizer_json() -> str:
@@ -123,15 +149,46 @@ def tokenizer_json() -> str:
                        "decoder": None, "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}})
 
 
+def save_model(model: DemoModel, path: str, step=None) -> None:
+    """Scripted TorchScript with the tokenizer and headscan.json embedded; `step` goes into headscan.json."""
+    frozen = copy.deepcopy(model).eval()
+    metadata = {"name": "headscan-demo-2l", "bos_token": "<s>", "max_length": CONTEXT, "causal": True}
+    if step is not None:
+        metadata["step"] = step
+    torch.jit.save(torch.jit.script(frozen), path,
+                   _extra_files={"tokenizer.json": tokenizer_json(), "headscan.json": json.dumps(metadata)})
+
+
 def main() -> None:
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # TorchScript writes a module's constants in set order, which follows Python's string hash:
+        # a fixed hash seed makes the saved files, not only the weights, the same on every run.
+        os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, PYTHONHASHSEED="0"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--every", type=int, help="exploration: save a checkpoint every N steps, into --out only")
+    parser.add_argument("--out", help="exploration: directory for the --every checkpoints")
+    args = parser.parse_args()
+    if (args.every is None) != (args.out is None):
+        parser.error("--every and --out go together")
     torch.manual_seed(0)
     torch.set_num_threads(1)
+    if args.every:
+        out = args.out
+        save_steps = set(range(0, STEPS + 1, args.every))
+    else:
+        out = os.path.join(HERE, "demo_checkpoints")
+        save_steps = set(CHECKPOINT_STEPS)
+    os.makedirs(out, exist_ok=True)
+    for name in os.listdir(out):  # stale checkpoints of an earlier recipe
+        if name.startswith("step-") and name.endswith(".pt"):
+            os.remove(os.path.join(out, name))
+    started = time.time()
     model = DemoModel()
-    train(model)
-    model.eval()
-    metadata = {"name": "headscan-demo-2l", "bos_token": "<s>", "max_length": CONTEXT, "causal": True}
-    torch.jit.save(torch.jit.script(model), os.path.join(HERE, "demo.pt"),
-                   _extra_files={"tokenizer.json": tokenizer_json(), "headscan.json": json.dumps(metadata)})
+    train(model, save_steps, lambda m, step: save_model(m, os.path.join(out, f"step-{step:05d}.pt"), step))
+    print(f"trained in {time.time() - started:.0f} s", flush=True)
+    if args.every:
+        return
+    save_model(model, os.path.join(HERE, "demo.pt"))
     rng = random.Random(7)
     with open(os.path.join(HERE, "demo_corpus.txt"), "w") as corpus:
         for _ in range(300):

@@ -311,3 +311,34 @@ TEST_CASE("checkpoints of planted models: heads form as built, the report draws 
   // Links to the runs' own reports, relative.
   CHECK_THAT(page, Contains("href=\"../checkpoint-100/heads/L0H0.html\""));
 }
+
+TEST_CASE("the demo checkpoints straddle the phase change of the induction head", "[compare][demo][e2e]") {
+  TempDir dir;
+  const fs::path data = fs::path(HEADSCAN_SOURCE_DIR) / "data";
+  std::vector<std::string> runs;
+  for (const auto& entry : fs::directory_iterator(data / "demo_checkpoints")) {
+    const std::string out = (dir / entry.path().stem().string()).string();
+    REQUIRE(run_headscan({entry.path().string(), (data / "demo_corpus.txt").string(), "-o", out, "--parser", "none",
+                          "--no-html", "--no-plots", "-q"})
+                .exit_code == 0);
+    runs.push_back(out);
+  }
+  REQUIRE(runs.size() >= 6);
+  std::vector<std::string> command = {"compare"};
+  command.insert(command.end(), runs.begin(), runs.end());  // in directory order: compare orders by step
+  command.insert(command.end(), {"-o", (dir / "compare").string(), "--no-html", "--no-plots", "-q"});
+  REQUIRE(run_headscan(command).exit_code == 0);
+  const Json compare = Json::parse(read_file(dir / "compare" / "compare.json"));
+  CHECK(compare["order"] == "step");
+  const Json& series = compare["runs"];
+  for (std::size_t run = 1; run < series.size(); ++run) CHECK(series[run]["step"] > series[run - 1]["step"]);
+  CHECK(series.front()["best_induction"]["score"].get<double>() < 0.2);
+  CHECK(series.back()["best_induction"]["score"].get<double>() > 0.8);
+  // Olsson et al.: the induction head forms when in-context learning appears.
+  REQUIRE(compare["phase_change"]["induction_run"].is_object());
+  REQUIRE(compare["phase_change"]["in_context_gap_run"].is_object());
+  const int induction = compare["phase_change"]["induction_run"]["run"];
+  const int gap = compare["phase_change"]["in_context_gap_run"]["run"];
+  CHECK(std::abs(induction - gap) <= 1);
+  CHECK(induction > 0);
+}
