@@ -140,7 +140,7 @@ CompareRun parse_compare_run(const std::string& text, const std::string& origin)
   Json document;
   try {
     document = Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw InputError(fmt::format("{}: not JSON ({}); {}", origin, e.what(), kWhatToGive));
   }
   if (!document.is_object()) throw InputError(fmt::format("{}: expected a JSON object, a headscan report; {}", origin, kWhatToGive));
