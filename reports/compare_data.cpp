@@ -15,6 +15,7 @@
 #include "analyzer/model/model_metadata.h"
 #include "reports/heads_csv.h"
 #include "reports/score_values.h"
+#include "reports/text.h"
 
 namespace headscan {
 namespace {
@@ -35,9 +36,12 @@ std::optional<std::int64_t> integer_member(const Json& object, const char* key, 
   if (found == object.end()) return std::nullopt;
   const Json& value = *found;
   const bool integer = value.is_number_integer() || value.is_number_unsigned();
+  // nlohmann reads a non-negative integer as unsigned: both bounds apply to it too.
   const bool in_range =
-      integer && (value.is_number_unsigned() ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(high)
-                                             : value.get<std::int64_t>() >= low && value.get<std::int64_t>() <= high);
+      integer && (value.is_number_unsigned()
+                      ? value.get<std::uint64_t>() >= static_cast<std::uint64_t>(std::max<std::int64_t>(low, 0)) &&
+                            value.get<std::uint64_t>() <= static_cast<std::uint64_t>(high)
+                      : value.get<std::int64_t>() >= low && value.get<std::int64_t>() <= high);
   if (!in_range) {
     throw InputError(fmt::format("{}: expected \"{}\" to be a whole number from {} to {}, found {}; {}", where, key, low,
                                  high, quoted(value), kWhatToGive));
@@ -73,9 +77,10 @@ Json checked_heads(const Json& entries, int layers, int heads, const std::string
     if (!head.contains("primary") || !head["primary"].is_string()) {
       throw InputError(fmt::format("{}: expected \"primary\", a label; {}", where, kWhatToGive));
     }
-    if (!head.contains("labels") || !head["labels"].is_array() ||
+    if (!head.contains("labels") || !head["labels"].is_array() || head["labels"].size() > kMaxCompareLabels ||
         !std::all_of(head["labels"].begin(), head["labels"].end(), [](const Json& label) { return label.is_string(); })) {
-      throw InputError(fmt::format("{}: expected \"labels\", an array of labels; {}", where, kWhatToGive));
+      throw InputError(fmt::format("{}: expected \"labels\", an array of at most {} labels; {}", where,
+                                   kMaxCompareLabels, kWhatToGive));
     }
     if (!head.contains("scores")) head["scores"] = Json::object();
     if (!head["scores"].is_object()) throw InputError(fmt::format("{}: expected \"scores\" to be an object; {}", where, kWhatToGive));
@@ -176,9 +181,11 @@ CompareRun parse_compare_run(const std::string& text, const std::string& origin)
   run.step = integer_member(model, "step", 0, kMaxMetadataStep, where);
   if (model.contains("repeat_loss")) {
     const Json& losses = model["repeat_loss"];
-    if (!losses.is_null() && (!losses.is_array() || !std::all_of(losses.begin(), losses.end(), [](const Json& v) { return v.is_number(); }))) {
-      throw InputError(fmt::format("{}: expected \"repeat_loss\" to be an array of numbers, found {}", where,
-                                   quoted(losses)));
+    const auto is_loss = [](const Json& v) { return v.is_number() && std::abs(v.get<double>()) <= kMaxCompareLoss; };
+    if (!losses.is_null() && (!losses.is_array() || !std::all_of(losses.begin(), losses.end(), is_loss))) {
+      throw InputError(fmt::format("{}: expected \"repeat_loss\" to be an array of losses in nats (numbers of at "
+                                   "most {:g}), found {}",
+                                   where, kMaxCompareLoss, quoted(losses)));
     }
   }
   if (document.contains("ablation") && !document["ablation"].is_object()) {
@@ -187,10 +194,23 @@ CompareRun parse_compare_run(const std::string& text, const std::string& origin)
   document["heads"] = checked_heads(document["heads"], run.layers, run.heads, origin);
   std::set<std::string> names;
   for (const Json& head : document["heads"]) {
-    for (const auto& [name, value] : head["scores"].items()) names.insert(name);
+    for (const auto& [name, value] : head["scores"].items()) {
+      names.insert(name);
+      if (value.is_object() && value.size() > kMaxCompareColumns) {
+        throw InputError(fmt::format("{}: L{}H{}'s score {} has {} members, more than a score of headscan has; {}",
+                                     origin, head["layer"].get<int>(), head["head"].get<int>(), quoted(Json(name)),
+                                     value.size(), kWhatToGive));
+      }
+    }
     if (names.size() > kMaxCompareScores) {
       throw InputError(fmt::format("{}: the heads have more than {} different scores; {}", origin, kMaxCompareScores, kWhatToGive));
     }
+  }
+  std::vector<std::string> columns;
+  add_score_columns(document["heads"], columns);
+  if (columns.size() > kMaxCompareColumns) {
+    throw InputError(fmt::format("{}: the scores make {} columns, more than {}; {}", origin, columns.size(),
+                                 kMaxCompareColumns, kWhatToGive));
   }
   run.document = std::move(document);
   return run;
@@ -245,11 +265,22 @@ Comparison make_comparison(std::vector<CompareRun> runs, const std::vector<std::
       }
     }
   }
-  // Names: the directory's, or the argument where two runs share one.
+  // Names: the directory's, or its path where two runs share one (then a number where even that
+  // is shared, as for runs read from text).
   std::map<std::string, int> uses;
   for (const CompareRun& run : runs) ++uses[run.name];
   for (CompareRun& run : runs) {
-    if (run.name.empty() || uses[run.name] > 1) run.name = run.given.empty() ? run.path : run.given;
+    if (!run.name.empty() && uses[run.name] == 1) continue;
+    const fs::path path = fs::path(run.path).lexically_normal();
+    fs::path directory = path.filename() == "heads.json" ? path.parent_path() : path;
+    if (directory.empty()) directory = fs::absolute(path, error).parent_path();
+    run.name = directory.string();
+  }
+  uses.clear();
+  for (const CompareRun& run : runs) ++uses[run.name];
+  std::map<std::string, int> seen;
+  for (CompareRun& run : runs) {
+    if (uses[run.name] > 1) run.name += fmt::format(" ({})", ++seen[run.name]);
   }
 
   if (!steps.empty()) {
@@ -272,7 +303,6 @@ Comparison make_comparison(std::vector<CompareRun> runs, const std::vector<std::
           "runs in the order given: {} ha{} no step (\"step\" in the model's headscan.json); --steps gives every run one",
           fmt::join(without, ", "), without.size() == 1 ? "s" : "ve"));
     }
-    for (CompareRun& run : runs) run.step.reset();
   }
   if (comparison.order != RunOrder::given) {
     std::stable_sort(runs.begin(), runs.end(), [](const CompareRun& a, const CompareRun& b) { return *a.step < *b.step; });
@@ -283,6 +313,9 @@ Comparison make_comparison(std::vector<CompareRun> runs, const std::vector<std::
       }
     }
   }
+  for (CompareRun& run : runs) {
+    run.title = comparison.order != RunOrder::given && run.step ? fmt::format("step {}", *run.step) : run.name;
+  }
   for (const CompareRun& run : runs) {
     for (const Json& head : run.document["heads"]) {
       for (const auto& [name, value] : head["scores"].items()) {
@@ -292,9 +325,12 @@ Comparison make_comparison(std::vector<CompareRun> runs, const std::vector<std::
       }
     }
   }
-  if (comparison.score_names.size() > kMaxCompareScores) {
-    throw InputError(fmt::format("the runs have more than {} different scores between them: compare runs of headscan",
-                                 kMaxCompareScores));
+  std::vector<std::string> columns;
+  for (const CompareRun& run : runs) add_score_columns(run.document["heads"], columns);
+  if (comparison.score_names.size() > kMaxCompareScores || columns.size() > kMaxCompareColumns) {
+    throw InputError(fmt::format("the runs have more than {} different scores ({} columns) between them: compare "
+                                 "runs of headscan",
+                                 kMaxCompareScores, columns.size()));
   }
   comparison.runs = std::move(runs);
   return comparison;
@@ -380,10 +416,6 @@ const Json* run_score(const CompareRun& run, int layer, int head, const std::str
   return &*found;
 }
 
-std::string run_title(const CompareRun& run) {
-  return run.step ? fmt::format("step {}", *run.step) : run.name;
-}
-
 Json compare_json(const Comparison& comparison) {
   Json runs = Json::array();
   std::vector<RunFindings> findings;
@@ -391,8 +423,8 @@ Json compare_json(const Comparison& comparison) {
     const RunFindings found = run_findings(run);
     findings.push_back(found);
     const Json& model = run.document["model"];
-    Json entry = {{"path", run.given},
-                  {"name", run.name},
+    Json entry = {{"path", valid_utf8(run.given)},
+                  {"name", valid_utf8(run.name)},
                   {"step", run.step ? Json(*run.step) : Json(nullptr)},
                   {"model", model.contains("name") ? model["name"] : Json(nullptr)},
                   {"repeat_loss", found.repeat_loss.empty() ? Json(nullptr) : Json(found.repeat_loss)},
@@ -461,6 +493,8 @@ Json compare_json(const Comparison& comparison) {
       heads.push_back(std::move(entry));
     }
   }
+  Json warnings = Json::array();
+  for (const std::string& warning : comparison.warnings) warnings.push_back(valid_utf8(warning));
   return {{"format", "headscan-compare"},
           {"version", 1},
           {"headscan_version", HEADSCAN_VERSION},
@@ -475,7 +509,7 @@ Json compare_json(const Comparison& comparison) {
           {"heads", std::move(heads)},
           {"label_changes", {{"consecutive", label_changes_json(consecutive_label_changes(comparison))},
                              {"first_to_last", label_changes_json(overall_label_changes(comparison))}}},
-          {"warnings", comparison.warnings}};
+          {"warnings", warnings}};
 }
 
 std::string compare_csv(const Comparison& comparison) {
@@ -487,7 +521,7 @@ std::string compare_csv(const Comparison& comparison) {
   for (std::size_t index = 0; index < comparison.runs.size(); ++index) {
     const CompareRun& run = comparison.runs[index];
     const std::string prefix =
-        fmt::format("{},{},{},", index, csv_field(run.name), run.step ? std::to_string(*run.step) : std::string());
+        fmt::format("{},{},{},", index, csv_field(valid_utf8(run.name)), run.step ? std::to_string(*run.step) : std::string());
     for (const Json& head : run.document["heads"]) text += prefix + head_csv_fields(head, columns) + "\r\n";
   }
   return text;

@@ -19,12 +19,16 @@ namespace headscan {
 constexpr std::uintmax_t kMaxCompareRunBytes = std::uintmax_t{1} << 30;
 constexpr std::int64_t kMaxCompareHeads = std::int64_t{1} << 20;
 constexpr std::size_t kMaxCompareScores = 256;
+constexpr std::size_t kMaxCompareColumns = 4096;        // of compare.csv: score names and their members
+constexpr std::size_t kMaxCompareLabels = 64;           // per head (headscan has 9 labels)
+constexpr double kMaxCompareLoss = 1e6;                 // |repeat_loss| in nats (real ones are below 20)
 
 struct CompareRun {
   std::string given;  // the argument as given: a report directory or its heads.json
   std::string path;   // the heads.json read
-  std::string name;   // the report directory's name; the argument when two runs share a name
+  std::string name;   // the report directory's name; its path when two runs share a name
   std::optional<std::int64_t> step;  // model.step of heads.json, or from --steps
+  std::string title;  // "step 1500" when the runs are in order of step, else the name
   int layers = 0;
   int heads = 0;
   // heads.json, checked: "model" an object; "heads" one object per head in layer-major order, each
@@ -125,7 +129,8 @@ nlohmann::ordered_json compare_json(const Comparison& comparison);
 // heads.csv (reports/heads_csv.h) over the score columns of every run. RFC 4180, CRLF.
 std::string compare_csv(const Comparison& comparison);
 
-// "step 1500" or the run's name, for axes and tables.
-std::string run_title(const CompareRun& run);
+// The run's title, for axes and tables: "step 1500" when the runs are in order of step, else its
+// name.
+inline const std::string& run_title(const CompareRun& run) { return run.title; }
 
 }  // namespace headscan

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -115,7 +116,16 @@ CompareView make_compare_view(const Comparison& comparison, const std::vector<st
   }
   view.by_step = comparison.order != RunOrder::given;
   view.phase = phase_change(view.findings);
-  for (const std::string& name : scores) view.trajectories.push_back(make_trajectory(view, name));
+  std::set<std::string> files;
+  for (const std::string& name : scores) {
+    Trajectory trajectory = make_trajectory(view, name);
+    std::string part = file_part(name).substr(0, 64);
+    if (files.count(part)) part += fmt::format("_{}", view.trajectories.size());
+    files.insert(part);
+    trajectory.plot_file = "trajectories_" + part + ".png";
+    trajectory.diff_plot_file = "diff_" + part + ".png";
+    view.trajectories.push_back(std::move(trajectory));
+  }
   const std::size_t heads = static_cast<std::size_t>(comparison.layers) * static_cast<std::size_t>(comparison.heads);
   for (std::size_t index = 0; index < heads; ++index) {
     const bool changed = primary_changed(comparison, static_cast<int>(index / static_cast<std::size_t>(comparison.heads)),
@@ -155,28 +165,37 @@ Rgb trajectory_colour(const std::string& primary) {
   return colour.r + colour.g + colour.b > 2.4 ? Rgb{0.45, 0.45, 0.45} : colour;
 }
 
-std::string trajectory_plot_name(const std::string& score) { return "trajectories_" + file_part(score) + ".png"; }
-std::string diff_plot_name(const std::string& score) { return "diff_" + file_part(score) + ".png"; }
-
 double run_position(const CompareView& view, std::size_t run) {
   if (view.run_count() < 2) return 0.5;
   return static_cast<double>(run) / static_cast<double>(view.run_count() - 1);
 }
 
-void write_compare_report(const std::filesystem::path& directory, const CompareView& view,
-                          const CompareReportOptions& options) {
+std::vector<std::string> write_compare_report(const std::filesystem::path& directory, const CompareView& view,
+                                              CompareReportOptions options) {
   const Comparison& comparison = *view.comparison;
+  std::vector<std::string> warnings;
+  options.head_plots = options.plots && comparison.layers <= kMaxPlottedGrid && comparison.heads <= kMaxPlottedGrid;
+  if (options.plots && !options.head_plots) {
+    warnings.push_back(fmt::format("{} layers × {} heads: more than {} across, so no PNG of the small multiples, diff "
+                                   "maps and head maps (index.html draws them)",
+                                   comparison.layers, comparison.heads, kMaxPlottedGrid));
+  }
   std::vector<std::function<void()>> tasks;
   if (options.plots) {
     const auto plots = directory / "plots";
     std::filesystem::create_directories(plots);
     tasks.emplace_back([&view, plots] { plot_phase_change(view, plots / "phase_change.png"); });
+  }
+  if (options.head_plots) {
+    const auto plots = directory / "plots";
     for (const Trajectory& trajectory : view.trajectories) {
       tasks.emplace_back([&view, &trajectory, plots] {
-        plot_trajectories(view, trajectory, plots / trajectory_plot_name(trajectory.name));
+        plot_trajectories(view, trajectory, plots / trajectory.plot_file);
       });
       if (const ScoreDiff* diff = view.diff(trajectory.name)) {
-        tasks.emplace_back([&view, diff, plots] { plot_score_diff(view, *diff, plots / diff_plot_name(diff->name)); });
+        tasks.emplace_back([&view, diff, &trajectory, plots] {
+          plot_score_diff(view, *diff, plots / trajectory.diff_plot_file);
+        });
       }
     }
     for (std::size_t run = 0; run < view.run_count(); ++run) {
@@ -188,6 +207,7 @@ void write_compare_report(const std::filesystem::path& directory, const CompareV
   }
   if (options.html) tasks.emplace_back([&view, &directory, &options] { write_compare_page(directory, view, options); });
   run_tasks_in_parallel(tasks);
+  return warnings;
 }
 
 }  // namespace headscan

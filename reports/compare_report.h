@@ -7,6 +7,8 @@
 //   plots/heads_<k>.png             the head map of run k, coloured by primary label
 //   plots/diff_<score>.png          the change of the score from the first run to the last
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -19,9 +21,15 @@
 
 namespace headscan {
 
+// Models with more layers or heads than this get no per-head PNGs (small multiples, diff maps,
+// head maps): a PNG of their grid would be tens of thousands of pixels across. index.html draws
+// them all the same.
+constexpr int kMaxPlottedGrid = 256;
+
 struct CompareReportOptions {
   bool html = true;
   bool plots = true;
+  bool head_plots = true;  // the per-head PNGs: set by write_compare_report (plots and kMaxPlottedGrid)
   // Where the report will be once written: links to the runs' own reports are relative to it.
   std::filesystem::path target;
 };
@@ -43,6 +51,17 @@ struct Trajectory {
   bool diverging = false;            // signed: the scale is symmetric about 0
   std::optional<double> threshold;   // the label threshold of the last run that has one
   std::vector<std::vector<std::optional<double>>> values;  // [head index][run]
+  // Its plots' names: "trajectories_" and "diff_" + the name reduced to [a-z0-9_], at most 64
+  // characters, + ".png"; "_<k>" before ".png" where two chosen scores would share one.
+  std::string plot_file;
+  std::string diff_plot_file;
+
+  // Where `value` sits on the scale, from 0 (low) to 1 (high), clamped; 0.5 when the scale is too
+  // wide for a double (values near ±1e308 in a damaged run).
+  double fraction(double value) const {
+    const double t = (value - low) / (high - low);
+    return std::isfinite(t) ? std::clamp(t, 0.0, 1.0) : 0.5;
+  }
 };
 
 // The change of one score from the first run to the last.
@@ -77,9 +96,6 @@ CompareView make_compare_view(const Comparison& comparison, const std::vector<st
 // (whose light grey would not show on the chart's background).
 Rgb trajectory_colour(const std::string& primary);
 
-// File names: "trajectories_" / "diff_" + the score reduced to [a-z0-9_] + ".png".
-std::string trajectory_plot_name(const std::string& score);
-std::string diff_plot_name(const std::string& score);
 
 // Where a run sits on the run axis of the phase-change figure and the trajectories, from 0 (the
 // first) to 1 (the last): evenly spaced, in order, each labelled with its step. Checkpoints are
@@ -96,8 +112,9 @@ void plot_score_diff(const CompareView& view, const ScoreDiff& diff, const std::
 void write_compare_page(const std::filesystem::path& directory, const CompareView& view,
                         const CompareReportOptions& options);
 
-// Writes the pages and plots into `directory` (the staging directory of the report).
-void write_compare_report(const std::filesystem::path& directory, const CompareView& view,
-                          const CompareReportOptions& options);
+// Writes the pages and plots into `directory` (the staging directory of the report); returns
+// warnings (per-head PNGs left out for a model too large for them).
+std::vector<std::string> write_compare_report(const std::filesystem::path& directory, const CompareView& view,
+                                              CompareReportOptions options);
 
 }  // namespace headscan

@@ -40,7 +40,7 @@ std::string url_path(const fs::path& path) {
 // heads.json without the pages beside it.
 std::string run_report_link(const CompareRun& run, const fs::path& target) {
   std::error_code error;
-  const fs::path directory = fs::absolute(fs::path(run.path).parent_path(), error);
+  const fs::path directory = fs::absolute(run.path, error).parent_path();
   if (error || !fs::is_regular_file(directory / "index.html", error)) return "";
   const fs::path relative = fs::relative(directory, fs::absolute(target, error), error);
   if (error || relative.empty()) return "";
@@ -159,7 +159,7 @@ std::string phase_svg(const CompareView& view, std::size_t& points) {
     if (run % every != 0 && !(run + 1 == view.run_count() && run % every >= (every + 1) / 2)) continue;
     const CompareRun& found = view.comparison->runs[run];
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#444\">{}</text>", x_of(run),
-                       top + height + 18, escape_html(found.step ? std::to_string(*found.step) : found.name));
+                       top + height + 18, escape_html(view.by_step && found.step ? std::to_string(*found.step) : found.name));
   }
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#333\">{}</text>", left + width / 2,
                      top + height + 40, view.by_step ? "training step (runs evenly spaced)" : "run");
@@ -248,8 +248,7 @@ std::string multiples_svg(const CompareView& view, const Trajectory& trajectory)
                        top + layer * (cell_height + gap) + cell_height / 2 + 4, layer);
   }
   auto y_of = [&](double value) {
-    const double t = (value - trajectory.low) / (trajectory.high - trajectory.low);
-    return cell_height - 2 - std::clamp(t, 0.0, 1.0) * (cell_height - 4);
+    return cell_height - 2 - trajectory.fraction(value) * (cell_height - 4);
   };
   for (int layer = 0; layer < comparison.layers; ++layer) {
     for (int head = 0; head < comparison.heads; ++head) {
@@ -291,9 +290,9 @@ std::string trajectories_section(const CompareView& view, const CompareReportOpt
     html += fmt::format("<h3>{}</h3><div class=\"meaning note\">{} · scale {} to {}</div><div class=\"multiples-wrap\">{}</div>",
                         escape_html(trajectory.name), escape_html(trajectory.meaning), format_number(trajectory.low),
                         format_number(trajectory.high), multiples_svg(view, trajectory));
-    if (options.plots) {
+    if (options.head_plots) {
       html += fmt::format("<p class=\"note\">As PNG: <a href=\"plots/{0}\">plots/{0}</a></p>",
-                          trajectory_plot_name(trajectory.name));
+                          trajectory.plot_file);
     }
     for (int layer = 0; layer < comparison.layers; ++layer) {
       for (int head = 0; head < comparison.heads; ++head) {
@@ -348,7 +347,7 @@ std::string maps_section(const CompareView& view, const CompareReportOptions& op
       }
     }
     html += "</div>";
-    if (options.plots) html += fmt::format("<p class=\"note\">As PNG: <a href=\"plots/heads_{0}.png\">plots/heads_{0}.png</a></p>", run);
+    if (options.head_plots) html += fmt::format("<p class=\"note\">As PNG: <a href=\"plots/heads_{0}.png\">plots/heads_{0}.png</a></p>", run);
     html += "</div>";
   }
   return html + label_legend(report_labels()) + "</section>\n";
@@ -423,7 +422,7 @@ std::string diff_section(const CompareView& view, const CompareReportOptions& op
                         signed_text(-largest));
     for (int i = 0; i <= 8; ++i) html += "," + to_hex(diverging(i / 8.0));
     html += fmt::format(")\"></span>{}", signed_text(largest));
-    if (options.plots) html += fmt::format(" · <a href=\"plots/{}\">PNG</a>", diff_plot_name(diff->name));
+    if (options.head_plots) html += fmt::format(" · <a href=\"plots/{}\">PNG</a>", trajectory.diff_plot_file);
     html += "</div></div>";
   }
   html += "</div><div class=\"table-wrap\"><table class=\"data sortable\" id=\"diff-table\"><thead><tr><th>head</th>"

@@ -123,7 +123,7 @@ void plot_phase_change(const CompareView& view, const std::filesystem::path& pat
     if (run % every != 0 && !(run + 1 == view.run_count() && run % every >= (every + 1) / 2)) continue;
     const CompareRun& found = view.comparison->runs[run];
     tick.max_width = 110;
-    canvas.text(found.step ? std::to_string(*found.step) : found.name, x_of(run), top + height + 6, tick);
+    canvas.text(view.by_step && found.step ? std::to_string(*found.step) : found.name, x_of(run), top + height + 6, tick);
   }
   TextStyle title;
   title.size = 12;
@@ -222,8 +222,7 @@ void plot_trajectories(const CompareView& view, const Trajectory& trajectory, co
       canvas.stroke_rect(x0, y0, layout.width, layout.height, changed ? colours.changed_frame : Rgb{0.85, 0.85, 0.87},
                          changed ? 1.5 : 0.6);
       auto y_of = [&](double value) {
-        const double t = (value - trajectory.low) / (trajectory.high - trajectory.low);
-        return y0 + layout.height - 2 - std::clamp(t, 0.0, 1.0) * (layout.height - 4);
+        return y0 + layout.height - 2 - trajectory.fraction(value) * (layout.height - 4);
       };
       if (trajectory.threshold && *trajectory.threshold > trajectory.low && *trajectory.threshold < trajectory.high) {
         canvas.line(x0 + 1, y_of(*trajectory.threshold), x0 + layout.width - 1, y_of(*trajectory.threshold),

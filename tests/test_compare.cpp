@@ -158,7 +158,7 @@ TEST_CASE("runs without a step keep the order given, and --steps orders them", "
   const Json in_order = Json::parse(read_file(dir / "given" / "compare.json"));
   CHECK(in_order["order"] == "given");
   CHECK((titles(in_order) == std::vector<std::string>{"a", "b", "c"}));
-  CHECK(in_order["runs"][1]["step"].is_null());
+  CHECK(in_order["runs"][1]["step"] == 5);  // kept, though not used for the order
   CHECK(in_order["phase_change"]["induction_run"] == Json({{"run", 0}, {"step", nullptr}}));
 
   const auto stepped = run_headscan({"compare", a, b, c, "--steps", "30,10,20", "-o", (dir / "steps").string(),
@@ -211,13 +211,36 @@ TEST_CASE("compare refuses runs it cannot put side by side, and writes nothing",
   std::ofstream(dir / "shard" / "state.json") << "{}";
   refused({first, (dir / "shard").string()}, "one shard of a run");
 
-  // An earlier comparison is replaced only with --force; a directory of other files never.
+  // An earlier comparison is replaced only with --force; a report or a directory of other files
+  // never (nor does an analysis with --force replace a comparison).
   REQUIRE(run_headscan({"compare", first, second, "-o", out, "-q", "--no-plots"}).exit_code == 0);
   CHECK(run_headscan({"compare", first, second, "-o", out, "-q"}).exit_code == 2);
   CHECK(run_headscan({"compare", first, second, "-o", out, "-q", "--force"}).exit_code == 0);
   CHECK(fs::exists(dir / "out" / "plots" / "phase_change.png"));
   CHECK(run_headscan({"compare", first, second, "-o", first, "-q", "--force"}).exit_code == 2);
   CHECK(fs::exists(dir / "first" / "heads.json"));
+  const std::string other = write_run(dir, "other", series_run(2, 300));
+  const auto over_report = run_headscan({"compare", first, second, "-o", other, "-q", "--force"});
+  CHECK(over_report.exit_code == 2);
+  CHECK_THAT(over_report.err, Contains("not an earlier comparison"));
+  CHECK(fs::exists(dir / "other" / "heads.json"));
+  CHECK_FALSE(fs::exists(dir / "other" / "compare.json"));
+}
+
+TEST_CASE("runs that share a directory name are told apart by their paths", "[compare]") {
+  TempDir dir;
+  const std::string x = write_run(dir, "x/run", series_run(0, 0));
+  const std::string y = write_run(dir, "y/run", series_run(1, 100));
+  // Not UTF-8: shown with U+FFFD in compare.json, which stays valid JSON.
+  const std::string odd = write_run(dir, "odd\xff", series_run(2, 200));
+  const auto result = run_headscan({"compare", x + "/", (dir / "y" / "run" / "heads.json").string(), odd, "-o",
+                                    (dir / "out").string(), "-q", "--no-plots"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const Json compare = Json::parse(read_file(dir / "out" / "compare.json"));
+  CHECK(compare["runs"][0]["name"] == (dir / "x" / "run").string());
+  CHECK(compare["runs"][1]["name"] == (dir / "y" / "run").string());
+  CHECK(compare["runs"][2]["name"] == "odd\uFFFD");
 }
 
 TEST_CASE("the reader refuses damaged heads.json without crashing", "[compare]") {
@@ -230,6 +253,9 @@ TEST_CASE("the reader refuses damaged heads.json without crashing", "[compare]")
       R"({"model": {"layers": 1, "heads": 1, "step": -1}, "heads": [{"layer": 0, "head": 0, "primary": "none", "labels": []}]})",
       R"({"model": {"layers": 1, "heads": 1, "repeat_loss": "x"}, "heads": [{"layer": 0, "head": 0, "primary": "none", "labels": []}]})",
       R"({"model": {"layers": 1048576, "heads": 1048576}, "heads": []})",
+      R"({"model": {"layers": 0, "heads": 3}, "heads": []})",
+      R"({"model": {"layers": 1, "heads": 1, "repeat_loss": [1e308, 0]}, "heads": [{"layer": 0, "head": 0, "primary": "none", "labels": []}]})",
+      R"({"model": {"layers": 1, "heads": 1}, "heads": [{"layer": 0, "head": 0, "primary": "none", "labels": []}], "x": 1e400})",
       std::string(100000, '[') + std::string(100000, ']'),
   };
   for (const std::string& text : damaged) {

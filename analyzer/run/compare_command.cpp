@@ -32,16 +32,17 @@ CompareSummary run_compare(const CompareOptions& options) {
     throw InputError(fmt::format("the runs cannot be drawn ({}); give reports written by headscan", e.what()));
   }
 
-  OutputDirectory output(options.output_dir, options.force, options.runs);
+  OutputDirectory output(options.output_dir, options.force, options.runs, OutputKind::comparison);
   const nlohmann::ordered_json document = compare_json(comparison);
   write_json_file(document, output.staging() / "compare.json");
   write_csv_file(compare_csv(comparison), output.staging() / "compare.csv");
+  std::vector<std::string> report_warnings;
   if (options.html || options.plots) {
     CompareReportOptions report;
     report.html = options.html;
     report.plots = options.plots;
     report.target = output.target();
-    write_compare_report(output.staging(), view, report);
+    report_warnings = write_compare_report(output.staging(), view, report);
   }
   output.commit();
 
@@ -55,6 +56,7 @@ CompareSummary run_compare(const CompareOptions& options) {
   if (view.phase.gap_run) summary.gap_formed = run_title(comparison.runs[*view.phase.gap_run]);
   summary.changed_heads = view.changed_heads;
   summary.warnings = comparison.warnings;
+  summary.warnings.insert(summary.warnings.end(), report_warnings.begin(), report_warnings.end());
   summary.warnings.insert(summary.warnings.end(), output.notes().begin(), output.notes().end());
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;

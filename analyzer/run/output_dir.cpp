@@ -34,7 +34,7 @@ bool is_report_entry(const fs::directory_entry& entry) {
 
 // --force may replace an earlier report only: refuses a directory that holds an input of this run
 // or anything else.
-void check_replaceable(const fs::path& target, const std::vector<std::string>& inputs) {
+void check_replaceable(const fs::path& target, const std::vector<std::string>& inputs, OutputKind kind) {
   std::error_code error;
   const fs::path directory = fs::weakly_canonical(target, error);
   for (const std::string& input : inputs) {
@@ -47,7 +47,8 @@ void check_replaceable(const fs::path& target, const std::vector<std::string>& i
                                    target.string(), input));
     }
   }
-  bool has_report = false;
+  bool has_report = false;      // heads.json or state.json: an analysis, a merge or a shard
+  bool has_comparison = false;  // compare.json
   for (const auto& entry : fs::directory_iterator(target, error)) {
     if (!is_report_entry(entry)) {
       throw InputError(fmt::format("{}: the output directory holds {}, which is not part of a headscan report; "
@@ -56,13 +57,22 @@ void check_replaceable(const fs::path& target, const std::vector<std::string>& i
                                    target.string(), entry.path().filename().string()));
     }
     const fs::path name = entry.path().filename();
-    has_report = has_report || name == "heads.json" || name == "state.json" || name == "compare.json";
+    has_report = has_report || name == "heads.json" || name == "state.json";
+    has_comparison = has_comparison || name == "compare.json";
   }
-  if (error || !has_report) {
-    throw InputError(fmt::format("{}: the output directory is not a headscan report (no heads.json), shard (no "
-                                 "state.json) or comparison (no compare.json); --force replaces an earlier report "
-                                 "only: choose another directory with -o DIR",
-                                 target.string()));
+  if (error) throw InputError(fmt::format("{}: the output directory cannot be read: {}", target.string(), error.message()));
+  // A comparison replaces a comparison, a report a report or a shard: never an analysis that took
+  // the model to make with a comparison that took seconds, nor the other way round.
+  if (kind == OutputKind::comparison && (has_report || !has_comparison)) {
+    throw InputError(fmt::format("{}: the output directory is not an earlier comparison (no compare.json{}); --force "
+                                 "replaces an earlier comparison only: choose another directory with -o DIR",
+                                 target.string(), has_report ? ", but a report's heads.json or state.json" : ""));
+  }
+  if (kind == OutputKind::report && (has_comparison || !has_report)) {
+    throw InputError(fmt::format("{}: the output directory is not a headscan report (no heads.json) or shard (no "
+                                 "state.json){}; --force replaces an earlier report only: choose another directory "
+                                 "with -o DIR",
+                                 target.string(), has_comparison ? " but a comparison (compare.json)" : ""));
   }
 }
 
@@ -112,7 +122,7 @@ bool holds_report_only(const fs::path& directory) {
 
 }  // namespace
 
-OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<std::string>& inputs) {
+OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<std::string>& inputs, OutputKind kind) {
   if (target.empty()) throw InputError("the output directory is empty; give one with -o DIR");
   target_ = resolve_target(target);
   std::error_code error;
@@ -145,7 +155,7 @@ OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<
                                      "untouched: choose another with -o DIR, or pass --force to replace it",
                                      target.string()));
       }
-      if (force && !fs::is_empty(target_, error)) check_replaceable(target_, inputs);
+      if (force && !fs::is_empty(target_, error)) check_replaceable(target_, inputs, kind);
     }
     clean_stale_staging();
     std::string pattern = (parent / ("." + target_.filename().string() + ".headscan-XXXXXX")).string();

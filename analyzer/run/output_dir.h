@@ -13,13 +13,18 @@
 
 namespace headscan {
 
+// What the directory holds: a report (an analysis, a merge, or a shard's state) or a comparison
+// (headscan compare). --force replaces only one of the same kind.
+enum class OutputKind { report, comparison };
+
 class OutputDirectory {
  public:
   // Checks the target and creates the staging directory. Throws InputError when the target
   // exists and is not an empty directory (without `force`), when it cannot be written, and, with
   // `force`, when it holds one of `inputs` or anything a headscan report does not: --force
-  // replaces an earlier report, never the user's other files.
-  OutputDirectory(std::filesystem::path target, bool force, const std::vector<std::string>& inputs = {});
+  // replaces an earlier report (of `kind`), never the user's other files.
+  OutputDirectory(std::filesystem::path target, bool force, const std::vector<std::string>& inputs = {},
+                  OutputKind kind = OutputKind::report);
   ~OutputDirectory();  // removes the staging directory unless committed
   OutputDirectory(const OutputDirectory&) = delete;
   OutputDirectory& operator=(const OutputDirectory&) = delete;
