@@ -116,6 +116,14 @@ CompareView make_compare_view(const Comparison& comparison, const std::vector<st
   }
   view.by_step = comparison.order != RunOrder::given;
   view.phase = phase_change(view.findings);
+  double gap_low = 0, gap_high = kInContextGapFormed;
+  for (const RunFindings& found : view.findings) {
+    if (found.in_context_gap) {
+      gap_low = std::min(gap_low, *found.in_context_gap);
+      gap_high = std::max(gap_high, *found.in_context_gap);
+    }
+  }
+  view.gap_axis = round_value_axis(gap_low, gap_high, 5);
   std::set<std::string> files;
   for (const std::string& name : scores) {
     Trajectory trajectory = make_trajectory(view, name);

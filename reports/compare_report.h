@@ -17,6 +17,7 @@
 
 #include "reports/compare_data.h"
 #include "reports/palette.h"
+#include "reports/plots.h"
 #include "reports/report_data.h"
 
 namespace headscan {
@@ -78,6 +79,7 @@ struct CompareView {
   std::vector<ReportData> runs;
   std::vector<RunFindings> findings;
   PhaseChange phase;
+  ValueAxis gap_axis;        // the phase-change figure's right axis: min(0, lowest gap) to max(1 nat, highest)
   bool by_step = false;      // the runs are in order of step
   std::vector<Trajectory> trajectories;
   std::vector<ScoreDiff> diffs;        // every score with a value in the first and the last run

@@ -127,14 +127,7 @@ std::string phase_svg(const CompareView& view, std::size_t& points) {
   const CompareColours& colours = compare_colours();
   const double left = 70, top = 24, width = 600, height = 260;
   auto x_of = [&](std::size_t run) { return left + run_position(view, run) * width; };
-  double gap_low = 0, gap_high = kInContextGapFormed;
-  for (const RunFindings& found : view.findings) {
-    if (found.in_context_gap) {
-      gap_low = std::min(gap_low, *found.in_context_gap);
-      gap_high = std::max(gap_high, *found.in_context_gap);
-    }
-  }
-  const ValueAxis gap_axis = round_value_axis(gap_low, gap_high, 5);
+  const ValueAxis& gap_axis = view.gap_axis;
   auto y_induction = [&](double score) { return top + height - std::clamp(score, 0.0, 1.0) * height; };
   auto y_gap = [&](double gap) { return top + height - (gap - gap_axis.low) / (gap_axis.high - gap_axis.low) * height; };
 

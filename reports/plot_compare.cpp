@@ -80,15 +80,7 @@ void plot_phase_change(const CompareView& view, const std::filesystem::path& pat
               20, 36, note);
   canvas.text("of the induction probes minus the mean loss on the later repeats (right axis, nats)", 20, 52, note);
 
-  // Right axis: the gap, from min(0, lowest) to max(1, highest).
-  double gap_low = 0, gap_high = kInContextGapFormed;
-  for (const RunFindings& found : view.findings) {
-    if (found.in_context_gap) {
-      gap_low = std::min(gap_low, *found.in_context_gap);
-      gap_high = std::max(gap_high, *found.in_context_gap);
-    }
-  }
-  const ValueAxis gap_axis = round_value_axis(gap_low, gap_high, 5);
+  const ValueAxis& gap_axis = view.gap_axis;
   auto y_induction = [&](double score) { return top + height - std::clamp(score, 0.0, 1.0) * height; };
   auto y_gap = [&](double gap) { return top + height - (gap - gap_axis.low) / (gap_axis.high - gap_axis.low) * height; };
 

@@ -57,19 +57,5 @@ function compareChecks(check) {
       info.scores.every(function (p) { return tip.indexOf(p[0]) >= 0; }), tip);
     trajectory.dispatchEvent(new MouseEvent('mouseout', { bubbles: true }));
   }
-  const th = document.querySelector('#diff-table thead th[data-score]');
-  if (th) {
-    const column = Array.prototype.indexOf.call(th.parentNode.children, th);
-    const values = function () {
-      return Array.prototype.map.call(document.querySelectorAll('#diff-table tbody tr'), function (r) {
-        return r.cells[column].getAttribute('data-sort');
-      }).filter(function (v) { return v !== ''; }).map(parseFloat);
-    };
-    th.click();
-    const up = values();
-    th.click();
-    const down = values();
-    const sorted = function (a, sign) { return a.every(function (v, i) { return i === 0 || sign * (v - a[i - 1]) >= 0; }); };
-    check('diff table sorts', sorted(up, 1) && sorted(down, -1) && up.length > 0, th.textContent);
-  }
+  checkSorting(check, 'diff table sorts', '#diff-table');
 }

@@ -1,6 +1,24 @@
 // headscan report: the self-test that the browser tests run by opening a page with "?selftest".
 // Part of the main script (report.js).
 // ---- self-test (browser tests open the page with ?selftest) -------------------------------
+// Clicks the first score column of a sortable table twice: its numbers must come out ascending,
+// then descending (missing values last).
+function checkSorting(check, name, table) {
+  const th = document.querySelector(table + ' thead th[data-score]');
+  if (!th) return;
+  const column = Array.prototype.indexOf.call(th.parentNode.children, th);
+  const values = function () {
+    return Array.prototype.map.call(document.querySelectorAll(table + ' tbody tr'), function (r) {
+      return r.cells[column].getAttribute('data-sort');
+    }).filter(function (v) { return v !== ''; }).map(parseFloat);
+  };
+  th.click();
+  const up = values();
+  th.click();
+  const down = values();
+  const sorted = function (a, sign) { return a.every(function (v, i) { return i === 0 || sign * (v - a[i - 1]) >= 0; }); };
+  check(name, sorted(up, 1) && sorted(down, -1), th.textContent);
+}
 if (location.search.indexOf('selftest') >= 0) {
   const checks = [];
   const check = function (name, ok, detail) { checks.push({ name: name, ok: !!ok, detail: detail === undefined ? '' : String(detail) }); };
@@ -40,21 +58,7 @@ if (location.search.indexOf('selftest') >= 0) {
         cells.length + ' cells, ' + hrefs + ' head links, expected ' + config.layers * config.heads);
       const rows = document.querySelectorAll('#heads-table tbody tr').length;
       check('table lists every head', rows === config.layers * config.heads, rows + ' rows');
-      const th = document.querySelector('#heads-table thead th[data-score]');
-      if (th) {
-        const column = Array.prototype.indexOf.call(th.parentNode.children, th);
-        const values = function () {
-          return Array.prototype.map.call(document.querySelectorAll('#heads-table tbody tr'), function (r) {
-            return r.cells[column].getAttribute('data-sort');
-          }).filter(function (v) { return v !== ''; }).map(parseFloat);
-        };
-        th.click();
-        const up = values();
-        th.click();
-        const down = values();
-        const sorted = function (a, sign) { return a.every(function (v, i) { return i === 0 || sign * (v - a[i - 1]) >= 0; }); };
-        check('table sorts', sorted(up, 1) && sorted(down, -1), th.textContent);
-      }
+      checkSorting(check, 'table sorts', '#heads-table');
       if (mapColourInputs.length) {
         // Each setting of the switch gives every cell the colour it carries and shows its own legend;
         // the causal settings change some colour; the last click returns to the labels.
