@@ -1,9 +1,9 @@
 #pragma once
 // `headscan compare RUN...`: reports side by side, the checkpoints of one training run ordered by
 // step or a base model and its fine-tuned version. Here the runs' heads.json files are read and
-// checked, ordered, and turned into compare.json and compare.csv; without LibTorch or cairo, so
-// that the reader can be fuzzed (tests/fuzz/fuzz_compare_run.cpp). The pages and plots are
-// reports/compare_report.h.
+// checked and ordered (compare_data.cpp), and turned into compare.json and compare.csv
+// (compare_tables.cpp); without LibTorch or cairo, so that the reader can be fuzzed
+// (tests/fuzz/fuzz_compare_run.cpp). The pages and plots are reports/compare_report.h.
 
 #include <cstdint>
 #include <optional>
