@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A bare forward pass in Python: the baseline a TransformerLens or plain PyTorch user pays.
 
-    /usr/bin/python3 bench/bare_forward.py MODEL.pt CORPUS [--threads N] [--batch-size N] [--max-length N]
+    .venv/bin/python bench/bare_forward.py MODEL.pt CORPUS [--threads N] [--batch-size N] [--max-length N]
 
 Loads the TorchScript archive with torch.jit.load, tokenizes the corpus with the archive's
 WordLevel tokenizer.json (whitespace split, as bench/make_gpt2_small.py writes it), cuts each line

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs headscan on every fixture model that analyses (tests/fixtures/*.py builds them) over fixed
 # corpora and keeps each heads.json, so that two builds can be compared head by head:
-#   bench/behaviour_snapshot.sh BUILD_DIR FIXTURE_DIR OUT_DIR
+#   bench/behaviour_snapshot.sh BUILD_DIR FIXTURE_DIR OUT_DIR [REAL_MODEL.pt REAL_CORPUS]
 #   ../shared/tools/heads_diff.py OUT_A/<case>.json OUT_B/<case>.json --ignore run
-# A restructuring must leave every case the same.
+# A restructuring must leave every case the same. With a real model and corpus (e.g.
+# ../shared/data/stories260K), that run is kept too, as real.json.
 set -euo pipefail
 build=$1
 fixtures=$2
 out=$3
+real_model=${4:-}
+real_corpus=${5:-}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mkdir -p "$out"
 work=$(mktemp -d)
@@ -38,6 +41,13 @@ for model in induction_circuit induction_short bidirectional_circuit rare_word; 
 done
 run syntax_gold "$fixtures/syntax.pt" "$fixtures/syntax_gold.conllu" --no-html --no-plots
 run syntax_text "$fixtures/syntax.pt" "$fixtures/syntax_text.txt" --no-html --no-plots
+run random_gpt2 "$fixtures/random_gpt2.pt" "$fixtures/random_corpus.txt" --parser none --no-html --no-plots
+run random_bert "$fixtures/random_bert.pt" "$fixtures/random_corpus.txt" --parser none --no-html --no-plots
+run ablation_lm "$fixtures/ablation_lm.pt" "$fixtures/ablation_corpus.txt" --parser none --no-html --no-plots --ablation
+run ablation_mlm "$fixtures/ablation_mlm.pt" "$fixtures/ablation_corpus.txt" --parser none --no-html --no-plots --ablation
+if [[ -n "$real_model" ]]; then
+  run real "$real_model" "$real_corpus" --parser none --no-html --no-plots --max-sequences 64
+fi
 run demo "$root/data/demo.pt" "$root/data/demo_corpus.txt" --parser none --no-html --no-plots
 run demo_reports "$root/data/demo.pt" "$root/data/demo_corpus.txt"
 ls "$out"

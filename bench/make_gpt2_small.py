@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Build the model and corpus of headscan's overhead benchmark (bench/run_overhead.sh).
 
-Run with Debian's Python (python3-torch 1.13):
-    /usr/bin/python3 bench/make_gpt2_small.py OUT_DIR [--lines N] [--min-words A] [--max-words B]
+Run with the venv's Python (scripts/setup.sh):
+    .venv/bin/python bench/make_gpt2_small.py OUT_DIR [--lines N] [--min-words A] [--max-words B]
         [--layers L --heads H --d-model D]
 
 Writes into OUT_DIR:

@@ -11,7 +11,7 @@
 #
 #   bench/run_ablation.sh [--sequences N] [--words W] [--repeats R] [--threads T] [--batch-size B] WORK_DIR
 #
-# WORK_DIR keeps the model (~490 MiB) between runs. Needs /usr/bin/python3 with python3-torch.
+# WORK_DIR keeps the model (~490 MiB) between runs. Needs the venv's python (scripts/setup.sh).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,7 +35,7 @@ work=${1:?usage: bench/run_ablation.sh [options] WORK_DIR}
 mkdir -p "$work"
 build="$root/build"
 if [[ ! -f "$work/gpt2_small.pt" ]]; then
-  /usr/bin/python3 "$here/make_gpt2_small.py" "$work" --lines 1 --min-words 8 --max-words 8
+  "$root/.venv/bin/python" "$here/make_gpt2_small.py" "$work" --lines 1 --min-words 8 --max-words 8
 fi
 # Exactly the ablation set: N lines of W random words of the model's vocabulary, one window each.
 python3 -c '

@@ -81,8 +81,9 @@ if [[ ! -x /usr/bin/time ]]; then
   echo "run_overhead.sh: needs GNU time at /usr/bin/time (apt-get install time)" >&2
   exit 2
 fi
-if [[ ! -x /usr/bin/python3 ]] || ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-  echo "run_overhead.sh: needs Debian's /usr/bin/python3 with python3-torch to build the model" >&2
+python="$root/.venv/bin/python"
+if [[ ! -x "$python" ]] || ! "$python" -c 'import torch' 2>/dev/null; then
+  echo "run_overhead.sh: needs the venv's python with torch ($python; scripts/setup.sh creates it)" >&2
   exit 2
 fi
 
@@ -98,13 +99,13 @@ fi
 [[ -z "$headscan" ]] && headscan="$build_dir/headscan"
 bare="$build_dir/bench/headscan_bench_forward"
 
-/usr/bin/python3 "$here/make_gpt2_small.py" "$work" --lines "$lines" --min-words "$min_words" --max-words "$max_words" \
+"$python" "$here/make_gpt2_small.py" "$work" --lines "$lines" --min-words "$min_words" --max-words "$max_words" \
   --layers "$layers" --heads "$heads" --d-model "$d_model"
 model="$work/gpt2_small.pt"
 [[ "$layers/$heads/$d_model" != 12/12/768 ]] && model="$work/gpt2_L${layers}_H${heads}_D${d_model}.pt"
 case "$bare_kind" in
   cpp) bare_command=("$bare") ;;
-  python) bare_command=(/usr/bin/python3 "$here/bare_forward.py") ;;
+  python) bare_command=("$python" "$here/bare_forward.py") ;;
   *) echo "run_overhead.sh: --bare takes cpp or python" >&2; exit 2 ;;
 esac
 corpus="$work/corpus.txt"

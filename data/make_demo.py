@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Train headscan's bundled demo model: a two-layer attention-only causal transformer that learns
 to copy repeated spans, and so develops a previous-token head in layer 0 and an induction head in
 layer 1 (Olsson et al. 2022, "In-context Learning and Induction Heads"). One head per layer, so
 that each head of the circuit is the only one doing its job: removing one (headscan --ablation)
 shows its whole effect, where two redundant induction heads would each stand in for the other.
 
-Run with Debian's Python (python3-torch 1.13):   /usr/bin/python3 data/make_demo.py
+Run with the venv's Python (scripts/setup.sh):   .venv/bin/python data/make_demo.py
 
 Writes, next to this script:
   demo.pt           TorchScript (scripted) model; tokenizer.json (WordLevel) and headscan.json embedded
@@ -26,7 +26,7 @@ Seeded, one thread: a run takes a few minutes on one CPU core and gives the same
 Python is needed only here, to train (autograd); headscan itself never runs Python.
 
 To look for the phase change with denser checkpoints:
-  /usr/bin/python3 data/make_demo.py --every 50 --out /tmp/ckpts
+  .venv/bin/python data/make_demo.py --every 50 --out /tmp/ckpts
 trains the same model but writes only step-NNNNN.pt every 50 steps into /tmp/ckpts.
 """
 

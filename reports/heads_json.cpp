@@ -23,6 +23,7 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
                        {"causal", model.causal},
                        {"causal_source", model.causal_source},
                        {"capture", model.capture},
+                       {"dtype", model.dtype},
                        {"forward", model.forward},
                        {"tokenizer", model.tokenizer},
                        {"bos_token", model.bos_token.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(model.bos_token)},

@@ -23,6 +23,7 @@ struct ModelSummary {
   bool causal = true;
   std::string causal_source;  // "metadata" or "detected"
   std::string capture;        // "graph" or "outputs"
+  std::string dtype;          // the dtype the model ran in: "float32", "bfloat16", "float16", …
   std::string forward;        // the forward schema
   std::string tokenizer;      // e.g. "WordLevel, 64 tokens (model.pt:tokenizer.json)"
   std::string bos_token;      // empty when sequences have no BOS

@@ -61,7 +61,7 @@ std::string summary_section(const Json& document, const ReportData& data) {
   html += ".</p><div class=\"cards\">";
   html += "<div class=\"card\"><h3>Model</h3>" +
           object_table(model, {{"name", "name"}, {"path", "file"}, {"layers", "layers"}, {"heads", "heads"},
-                               {"kv_heads", "key/value heads"}, {"causal", "causal"}, {"causal_source", "causal from"},
+                               {"kv_heads", "key/value heads"}, {"causal", "causal"}, {"causal_source", "causal from"}, {"dtype", "dtype"},
                                {"capture", "attention captured from"}, {"tokenizer", "tokenizer"},
                                {"bos_token", "BOS token"}, {"max_length", "max length"},
                                {"repeat_loss", "loss on repeated tokens"}, {"forward", "forward"}}) +

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds headscan and its tests with AddressSanitizer and UndefinedBehaviorSanitizer in
 # build-sanitize/ and runs the unit tests (`ctest -L unit`) under them. Any report fails the run.
-# LibTorch and the other Debian libraries are not instrumented (README, "Sanitizers").
+# LibTorch (the venv's) and the Debian libraries are not instrumented (README, "Sanitizers").
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HEADSCAN_WITH_TESTS=1 HEADSCAN_SETUP_NO_BUILD=1 bash "$root/scripts/setup.sh"
 build="$root/build-sanitize"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADSCAN_SANITIZE=ON >/dev/null
+torch_prefix=$("$root/.venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADSCAN_SANITIZE=ON \
+  -DCMAKE_PREFIX_PATH="$torch_prefix" -DHEADSCAN_PYTHON="$root/.venv/bin/python" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 # detect_container_overflow: std::vector annotations differ between instrumented code and the
 # uninstrumented LibTorch. Leaks are reported, but for the caches of Debian libraries listed in

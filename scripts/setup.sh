@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Installs what headscan needs from Debian's packages (only what is missing), then configures and
-# builds it in build/. Sourced by demo.sh and test.sh; safe to run again.
+# Installs what headscan needs, then configures and builds it in build/. Sourced by demo.sh and
+# test.sh; safe to run again (a second run installs nothing and rebuilds only what changed).
+#   * Debian's packages (only the missing ones; apt-get update runs only then);
+#   * LibTorch: PyPI's torch wheel (scripts/requirements.txt, pinned), in the virtual environment
+#     .venv inside the checkout (git ignores it); with HEADSCAN_WITH_TESTS=1 also the tests'
+#     references (scripts/requirements-test.txt). Every package is pinned by scripts/constraints.txt.
+# Environment: HEADSCAN_WITH_TESTS=1 (test dependencies too), HEADSCAN_SETUP_NO_BUILD=1 (install
+# only), HEADSCAN_PYTHON (the Python that creates .venv; default python3).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 packages=(
   cmake ninja-build g++ ccache pkg-config   # build tools
-  libtorch-dev                              # runs the TorchScript models
-  libopenblas0-openmp                       # fast BLAS for LibTorch (reference BLAS is ~6x slower)
+  python3 python3-venv                      # the virtual environment that holds torch (LibTorch)
   nlohmann-json3-dev                        # heads.json, tokenizer.json, headscan.json
   libfmt-dev                                # message formatting
   libcli11-dev                              # command-line options
@@ -29,7 +34,6 @@ packages=(
   catch2                                    # unit tests
 )
 if [[ "${HEADSCAN_WITH_TESTS:-0}" == 1 ]]; then
-  packages+=(python3-torch)                 # builds the fixture models of the tests
   packages+=(chromium)                      # browser tests open the HTML reports headless
   packages+=(sentencepiece)                 # spm_train/spm_encode: tests check .model tokenizers
 fi
@@ -37,7 +41,27 @@ fi
 source "$root/scripts/install_packages.sh"
 install_packages headscan "${packages[@]}"
 
+# The virtual environment with PyPI's torch (the default Linux wheel is built for CUDA 13.0: its
+# CMake config looks for the CUDA toolkit; the binary runs on machines without a GPU).
+venv="$root/.venv"
+python=${HEADSCAN_PYTHON:-python3}
+if [[ ! -x "$venv/bin/python" ]]; then
+  echo "headscan: creating $venv" >&2
+  "$python" -m venv "$venv"
+fi
+requirements=(-r "$root/scripts/requirements.txt")
+[[ "${HEADSCAN_WITH_TESTS:-0}" == 1 ]] && requirements+=(-r "$root/scripts/requirements-test.txt")
+if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}" \
+       -c "$root/scripts/constraints.txt"; then
+  echo "headscan: pip could not install ${requirements[*]} into $venv; it needs PyPI (or a mirror set in" \
+       "PIP_INDEX_URL). To build against a LibTorch you already have, see README, \"Building against your" \
+       "own LibTorch\"" >&2
+  exit 1
+fi
+
 [[ "${HEADSCAN_SETUP_NO_BUILD:-0}" == 1 ]] && exit 0
+torch_prefix=$("$venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 jobs=$(nproc)
-cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" \
+  -DHEADSCAN_PYTHON="$venv/bin/python" >/dev/null
 cmake --build "$root/build" -j "$jobs"

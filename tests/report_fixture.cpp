@@ -167,7 +167,7 @@ Json fixture_heads_json(int layers, int heads, const std::vector<ExampleSequence
   document["model"] = {{"path", hostile ? "/tmp/\"model\" <b>.pt" : "/models/demo.pt"},
                        {"name", hostile ? "</script><script>alert(1)</script>" : "demo-gpt"},
                        {"layers", layers}, {"heads", heads}, {"kv_heads", heads}, {"causal", true},
-                       {"causal_source", "detected"}, {"capture", "graph"},
+                       {"causal_source", "detected"}, {"capture", "graph"}, {"dtype", "float32"},
                        {"tokenizer", "WordLevel, 64 tokens"}, {"bos_token", "<s>"}, {"max_length", 128},
                        {"repeat_loss", 0.42}};
   document["corpus"] = {{"path", hostile ? "corpus '<x>'.txt" : "corpus.txt"}, {"format", "text"},

@@ -182,6 +182,15 @@ TEST_CASE("planted heads are found in every architecture style", "[planted][e2e]
     CHECK(report["model"]["kv_heads"] == 2);
     for (const auto& head : report["heads"]) CHECK(head["kv_group"] == head["head"].get<int>() / 2);
   }
+  SECTION("LLaMA style through scaled_dot_product_attention (is_causal, scale, enable_gqa)") {
+    const auto report = analyse("llama_sdpa_planted.pt", 3, dir);
+    check_planted_heads(report, kCausalLayers, true);
+    CHECK(report["model"]["capture"] == "graph");
+    for (const auto& head : report["heads"]) CHECK(head["kv_group"] == head["head"].get<int>() / 2);
+  }
+  SECTION("mixture of experts: torch._grouped_mm and a router softmax over experts") {
+    check_planted_heads(analyse("moe.pt", 3, dir), kCausalLayers, true);
+  }
   SECTION("BERT style: bidirectional, additive mask, attention_mask input") {
     const auto report = analyse("bert.pt", 3, dir);
     check_planted_heads(report, kBidirectionalLayers, false);

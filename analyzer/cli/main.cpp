@@ -1,6 +1,7 @@
 // The headscan command line: parses options into AnalysisOptions and calls the library.
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "analyzer/cli/option_values.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/errors.h"
+#include "analyzer/model/model.h"
 #include "analyzer/run/compare_command.h"
 #include "analyzer/run/idf_command.h"
 #include "analyzer/run/merge_command.h"
@@ -279,7 +281,9 @@ int main(int argc, char** argv) {
   bool quiet = false;
 
   CLI::App app{"headscan: label the attention heads of a TorchScript transformer by what they do"};
-  app.set_version_flag("--version", std::string("headscan ") + HEADSCAN_VERSION);
+  app.set_version_flag("--version", std::function<std::string()>([] {
+    return fmt::format("headscan {} ({})", HEADSCAN_VERSION, headscan::libtorch_description());
+  }));
   app.footer("Subcommands: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
              "the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
              "document frequencies once, for --idf (headscan idf --help); headscan merge DIR... -o OUT combines the "
@@ -304,6 +308,10 @@ int main(int argc, char** argv) {
                  "tokens per sequence, BOS included; longer lines are cut into windows "
                  "(default: max_length of headscan.json, else 512)")
       ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
+  app.add_option("--dtype", options.dtype,
+                 "cast the model's floating-point parameters to this dtype when loading it (default: run it in "
+                 "the dtype its archive holds); attention statistics are summed in float32 or wider either way")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   app.add_option("--max-sequences", options.max_sequences, "stop after this many sequences (0: whole corpus)")
       ->check(at_least(0))->capture_default_str();
   app.add_option("--seed", options.seed, "seed for the synthetic probe sequences, masked-LM masks and random pruning orders")

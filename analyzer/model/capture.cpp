@@ -9,6 +9,7 @@
 #include <torch/script.h>
 
 #include "analyzer/errors.h"
+#include "analyzer/model/eager_attention.h"
 
 namespace headscan {
 
@@ -24,8 +25,9 @@ struct CaptureState {
 namespace {
 
 // Ops that compute attention without materializing its probabilities.
-constexpr std::array<std::string_view, 7> kFusedAttentionOps = {
-    "aten::scaled_dot_product_attention",
+// aten::scaled_dot_product_attention is not among them: it is rewritten into its eager form
+// (eager_attention.h). These return more than the output, or fuse the projections too.
+constexpr std::array<std::string_view, 6> kFusedAttentionOps = {
     "aten::_scaled_dot_product_attention",
     "aten::_scaled_dot_product_flash_attention",
     "aten::_scaled_dot_product_efficient_attention",
@@ -85,6 +87,8 @@ at::Tensor scale_heads(const at::Tensor& probs, const at::Tensor& attention, con
   TORCH_CHECK(false, "headscan: capture failed");
 }
 
+}  // namespace
+
 at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim) {
   CaptureState* state = active_capture;
   if (state == nullptr || state->error) return probs;
@@ -102,6 +106,8 @@ at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim) {
   }
   return probs;
 }
+
+namespace {
 
 at::Tensor fused_attention_guard(const at::Tensor& input, c10::string_view op) {
   CaptureState* state = active_capture;
@@ -180,6 +186,7 @@ InstrumentationSummary instrument_graph(torch::jit::Graph& graph) {
   static const auto softmax = c10::Symbol::fromQualString("aten::softmax");
   static const auto private_softmax = c10::Symbol::fromQualString("aten::_softmax");
   static const auto embedding = c10::Symbol::fromQualString("aten::embedding");
+  static const auto sdpa = c10::Symbol::fromQualString("aten::scaled_dot_product_attention");
 
   std::vector<torch::jit::Node*> nodes;
   collect_nodes(graph.block(), nodes);
@@ -188,7 +195,9 @@ InstrumentationSummary instrument_graph(torch::jit::Graph& graph) {
   InstrumentationSummary summary;
   for (torch::jit::Node* node : nodes) {
     const auto kind = node->kind();
-    if ((kind == softmax || kind == private_softmax) && node->inputs().size() >= 2 &&
+    if (kind == sdpa && rewrite_scaled_dot_product_attention(graph, node)) {
+      ++summary.rewritten_attention;
+    } else if ((kind == softmax || kind == private_softmax) && node->inputs().size() >= 2 &&
         node->input(1)->type()->kind() == c10::TypeKind::IntType) {
       insert_softmax_observer(graph, node);
       ++summary.softmax_nodes;

@@ -5,8 +5,11 @@
 // instrument_graph() rewrites an inlined forward graph:
 //   * after every aten::softmax, headscan::observe_softmax(probs, dim) passes the tensor on and,
 //     during a CaptureScope, hands it to the callback when it is attention over keys;
-//   * before every fused attention op, headscan::fused_attention_guard(x, op) stops the run if the
-//     op actually executes (it may sit in a branch that is never taken);
+//   * every aten::scaled_dot_product_attention becomes headscan::eager_attention, its eager form
+//     (scores, mask, softmax, matmul; eager_attention.h), whose probabilities are observed like a
+//     softmax's;
+//   * before every other fused attention op, headscan::fused_attention_guard(x, op) stops the run
+//     if the op actually executes (it may sit in a branch that is never taken);
 //   * before every aten::embedding indexed directly by the input ids,
 //     headscan::check_token_ids(ids, weight) reports ids beyond the embedding.
 
@@ -23,7 +26,8 @@
 namespace headscan {
 
 struct InstrumentationSummary {
-  int softmax_nodes = 0;
+  int softmax_nodes = 0;           // aten::softmax nodes observed
+  int rewritten_attention = 0;     // aten::scaled_dot_product_attention nodes in eager form
   int embedding_guards = 0;
   std::vector<std::string> fused_ops;  // kinds of fused attention ops found (maybe never run)
 };
@@ -32,6 +36,12 @@ struct InstrumentationSummary {
 InstrumentationSummary instrument_graph(torch::jit::Graph& graph);
 
 struct CaptureState;
+
+// What the graph's observer does with one softmax output over dim `dim`: during a CaptureScope,
+// hands it to the callback when it is attention over keys and returns it scaled by the scope's
+// head scales; otherwise returns it unchanged. For code that computes attention itself
+// (headscan::eager_attention).
+at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim);
 
 // While alive, captured attention of the current thread goes to `on_attention`. One forward call
 // per scope: layers are numbered from 0 in execution order.

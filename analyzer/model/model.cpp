@@ -1,11 +1,15 @@
 #include "analyzer/model/model.h"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
@@ -26,6 +30,8 @@ struct InstrumentedModel::Impl {
   std::string schema;
   bool takes_mask = false;
   InstrumentationSummary instrumentation;
+  std::string dtype;      // the dtype it runs in (InstrumentedModel::dtype)
+  bool cast = false;      // --dtype cast the parameters
 };
 
 namespace {
@@ -136,6 +142,56 @@ std::string printable(const std::string& message) {
   return text;
 }
 
+// The operator named in LibTorch's "Unknown builtin op: aten::_grouped_mm." message, if any.
+std::optional<std::string> unknown_operator(const std::string& message) {
+  constexpr std::string_view kMarker = "Unknown builtin op: ";
+  const std::size_t at = message.find(kMarker);
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t begin = at + kMarker.size();
+  std::size_t end = begin;
+  while (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) != 0 ||
+                                  message[end] == '_' || message[end] == ':' || message[end] == '.')) {
+    ++end;
+  }
+  while (end > begin && message[end - 1] == '.') --end;  // the sentence's full stop
+  if (end == begin) return std::nullopt;
+  return message.substr(begin, end - begin);
+}
+
+bool names_attention(const std::string& op) {
+  std::string lower;
+  for (const char c : op) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("attn") != std::string::npos || lower.find("attention") != std::string::npos;
+}
+
+// What to tell a user whose archive calls an operator this LibTorch does not know.
+std::string unknown_operator_message(const std::string& path, const std::string& op) {
+  const std::string space = op.substr(0, op.find("::"));
+  if (space != "aten" && space != "prim" && names_attention(op)) {
+    return fmt::format("{}: the model calls {}, a fused attention operator of the extension library \"{}\": it "
+                       "never materializes the attention probabilities, and headscan cannot rewrite it into "
+                       "its eager form; export the model with eager attention (Hugging Face: "
+                       "attn_implementation=\"eager\", or \"sdpa\", whose "
+                       "aten::scaled_dot_product_attention headscan rewrites)",
+                       path, op, space);
+  }
+  if (space != "aten" && space != "prim") {
+    return fmt::format("{}: the model calls {}, an operator of the extension library \"{}\", which LibTorch does "
+                       "not have and headscan does not load; export the model without it",
+                       path, op, space);
+  }
+  return fmt::format("{}: the model calls the operator {}, which LibTorch {} (the one this headscan is built "
+                     "with) does not have: the archive was written by a newer PyTorch. Exporting it again "
+                     "will not help; build headscan against a LibTorch that has {} (the version of the torch "
+                     "that exported it, or newer: README, \"Building against your own LibTorch\")",
+                     path, op, TORCH_VERSION, op);
+}
+
+// LibTorch's message when the archive's format is newer than it reads.
+bool is_newer_format(const std::string& message) {
+  return message.find("maximum supported version for reading") != std::string::npos;
+}
+
 torch::jit::Module load_module(const std::string& path, torch::jit::ExtraFilesMap& extra) {
   if (!std::filesystem::exists(path)) {
     throw InputError(fmt::format("{}: model file not found; give the path of a TorchScript archive "
@@ -159,13 +215,62 @@ torch::jit::Module load_module(const std::string& path, torch::jit::ExtraFilesMa
   } catch (const std::exception& e) {
     // c10::Error from the reader and unpickler, torch::jit::ErrorReport from the TorchScript parser.
     const auto* error = dynamic_cast<const c10::Error*>(&e);
+    const std::string what = error != nullptr ? error->what_without_backtrace() : e.what();
+    if (const std::optional<std::string> op = unknown_operator(what)) {
+      throw InputError(unknown_operator_message(path, *op));
+    }
+    if (is_newer_format(what)) {
+      throw InputError(fmt::format("{}: the archive was written by a newer PyTorch than LibTorch {}, the one this "
+                                   "headscan is built with ({}); exporting it again will not help: build headscan "
+                                   "against a newer LibTorch (README, \"Building against your own LibTorch\")",
+                                   path, TORCH_VERSION, printable(what.substr(0, what.find('\n')))));
+    }
     throw InputError(fmt::format("{}: expected a TorchScript archive written by torch.jit.save, but "
-                                 "LibTorch cannot load it ({}); the archive is damaged or was written by a "
-                                 "PyTorch that LibTorch {} does not read: export it again with "
-                                 "torch.jit.trace or torch.jit.script and torch.jit.save",
-                                 path, printable(error != nullptr ? error->what_without_backtrace() : e.what()),
-                                 TORCH_VERSION));
+                                 "LibTorch {} cannot load it ({}); the archive is damaged: copy it again, or "
+                                 "export the model again with torch.jit.trace or torch.jit.script and "
+                                 "torch.jit.save",
+                                 path, TORCH_VERSION, printable(what)));
   }
+}
+
+// --dtype's names; the reverse of dtype_name().
+at::ScalarType dtype_of(const std::string& name) {
+  if (name == "float32") return at::kFloat;
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float16") return at::kHalf;
+  throw InputError(fmt::format("--dtype {}: expected float32, bfloat16 or float16", name));
+}
+
+std::string dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "float32";
+    case at::kBFloat16: return "bfloat16";
+    case at::kHalf: return "float16";
+    case at::kDouble: return "float64";
+    default: return c10::toString(type);
+  }
+}
+
+// The floating-point dtype that holds most of the module's parameter elements (float32 when it
+// has none).
+std::string parameter_dtype(const torch::jit::Module& module) {
+  std::map<at::ScalarType, std::int64_t> elements;
+  for (const at::Tensor& parameter : module.parameters()) {
+    if (parameter.is_floating_point()) elements[parameter.scalar_type()] += parameter.numel();
+  }
+  at::ScalarType most = at::kFloat;
+  std::int64_t count = -1;
+  for (const auto& [type, numel] : elements) {
+    if (numel > count) std::tie(most, count) = std::make_pair(type, numel);
+  }
+  return dtype_name(most);
+}
+
+// A forward that fails on mixed dtypes after --dtype cast the parameters: a traced graph keeps the
+// dtypes it was traced in (its constants and casts).
+bool is_dtype_mismatch(const std::string& what) {
+  return what.find("dtype") != std::string::npos || what.find("scalar type") != std::string::npos ||
+         what.find("BFloat16") != std::string::npos || what.find("Half") != std::string::npos;
 }
 
 std::shared_ptr<at::Tensor> logits_of(const c10::IValue& output, std::int64_t batch, std::int64_t length) {
@@ -194,15 +299,30 @@ void offer_returned_attention(const c10::IValue& value, CaptureScope& scope) {
 
 }  // namespace
 
+std::string libtorch_description() {
+  std::string text = fmt::format("LibTorch {}", TORCH_VERSION);
+  const at::CUDAHooksInterface& cuda = at::detail::getCUDAHooks();
+  if (!cuda.isBuilt()) return text + ", CPU only";
+  const long runtime = cuda.versionCUDART();
+  const int gpus = cuda.hasCUDA() ? cuda.getNumGPUs() : 0;
+  return fmt::format("{}, CUDA {}.{}, {}", text, runtime / 1000, runtime % 1000 / 10,
+                     gpus == 0 ? "no GPU visible" : fmt::format("{} GPU(s) visible", gpus));
+}
+
 InstrumentedModel::InstrumentedModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 InstrumentedModel::~InstrumentedModel() = default;
 
-std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& path) {
+std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& path, const std::string& dtype) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
+  const std::optional<at::ScalarType> cast = dtype.empty() ? std::nullopt : std::optional(dtype_of(dtype));
   torch::jit::ExtraFilesMap extra{{"tokenizer.json", ""}, {"headscan.json", ""}};
   impl->module = load_module(path, extra);
   impl->module.eval();
+  const std::string own_dtype = parameter_dtype(impl->module);
+  if (cast) impl->module.to(*cast);
+  impl->dtype = parameter_dtype(impl->module);
+  impl->cast = impl->dtype != own_dtype;
   // The causal passes differentiate with respect to head scales only: no gradient is ever wanted
   // for the weights, and not tracking them keeps the backward pass to the activations.
   for (at::Tensor parameter : impl->module.parameters()) parameter.set_requires_grad(false);
@@ -225,10 +345,11 @@ const ModelMetadata& InstrumentedModel::metadata() const { return impl_->metadat
 const std::string& InstrumentedModel::embedded_tokenizer() const { return impl_->tokenizer_json; }
 bool InstrumentedModel::takes_attention_mask() const { return impl_->takes_mask; }
 std::string InstrumentedModel::forward_schema() const { return impl_->schema; }
-int InstrumentedModel::softmax_count() const { return impl_->instrumentation.softmax_nodes; }
-std::string InstrumentedModel::capture_method() const {
-  return impl_->instrumentation.softmax_nodes > 0 ? "graph" : "outputs";
+int InstrumentedModel::softmax_count() const {
+  return impl_->instrumentation.softmax_nodes + impl_->instrumentation.rewritten_attention;
 }
+std::string InstrumentedModel::dtype() const { return impl_->dtype; }
+std::string InstrumentedModel::capture_method() const { return softmax_count() > 0 ? "graph" : "outputs"; }
 
 ForwardOutput InstrumentedModel::forward(const at::Tensor& ids, const at::Tensor* mask,
                                          const AttentionCallback& on_attention, const HeadScales* scales) {
@@ -257,12 +378,18 @@ ForwardOutput InstrumentedModel::forward(const at::Tensor& ids, const at::Tensor
           "model's embedding (the tokenizer does not match the model: use its own tokenizer with "
           "--tokenizer) or the sequence is longer than its position table (lower --max-length)"));
     }
+    if (impl_->cast && is_dtype_mismatch(what)) {
+      throw InputError(fmt::format(
+          "the model's forward failed in {} ({}): --dtype cast its parameters, but the exported graph keeps "
+          "the dtypes it was traced in; run it in its own dtype (without --dtype), or export it in {}",
+          impl_->dtype, what.substr(0, what.find('\n')), impl_->dtype));
+    }
     throw InputError(fmt::format(
         "the model's forward failed on int64 input ids of shape [{}, {}]{}: {}; headscan calls {} "
         "with token ids (and a 1/0 attention mask when forward takes a second tensor)",
         batch, length, impl_->takes_mask ? " with an attention mask" : "", what, impl_->schema));
   }
-  if (impl_->instrumentation.softmax_nodes == 0) offer_returned_attention(output, scope);
+  if (softmax_count() == 0) offer_returned_attention(output, scope);
   return ForwardOutput{logits_of(output, batch, length)};
 }
 

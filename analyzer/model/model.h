@@ -32,12 +32,18 @@ struct ForwardOutput {
   std::shared_ptr<at::Tensor> logits;  // null when the output is not logits
 };
 
+// The LibTorch this headscan runs on, for --version: "LibTorch 2.11.0, CUDA 13.0, no GPU visible"
+// (a CUDA build of LibTorch runs on machines without a GPU).
+std::string libtorch_description();
+
 class InstrumentedModel {
  public:
   // Loads `path`, reads the extra files and instruments the forward graph. Throws InputError when
   // the file is missing, not a TorchScript archive, has no attention softmax (and returns no
   // attention), or has a forward that cannot take int64 [B, T] input ids.
-  static std::unique_ptr<InstrumentedModel> load(const std::string& path);
+  // `dtype` ("float32", "bfloat16" or "float16"; empty: as the archive holds them) casts the
+  // floating-point parameters and buffers after loading (--dtype).
+  static std::unique_ptr<InstrumentedModel> load(const std::string& path, const std::string& dtype = "");
   ~InstrumentedModel();
 
   const std::string& path() const;
@@ -45,8 +51,12 @@ class InstrumentedModel {
   const std::string& embedded_tokenizer() const;  // tokenizer.json text; empty if absent
   bool takes_attention_mask() const;
   std::string forward_schema() const;
-  int softmax_count() const;          // aten::softmax nodes in the inlined forward graph
+  // aten::softmax and aten::scaled_dot_product_attention nodes in the inlined forward graph
+  int softmax_count() const;
   std::string capture_method() const; // "graph" or "outputs" (HF-style returned attentions)
+  // The dtype the model runs in: that of most of its floating-point parameters ("float32",
+  // "bfloat16", "float16", "float64").
+  std::string dtype() const;
 
   // Runs forward on ids [B, T] int64 (and mask [B, T] int64, 1 = real token, when the model takes
   // one), handing each attention tensor to `on_attention` as it is produced. Throws InputError

@@ -27,7 +27,7 @@ namespace {
 
 void load_model_and_text(RunState& state) {
   const AnalysisOptions& options = state.options;
-  state.model = InstrumentedModel::load(options.model_path);
+  state.model = InstrumentedModel::load(options.model_path, options.dtype);
   const ModelMetadata& metadata = state.model->metadata();
   state.text = resolve_text_setup(TextSources{options.tokenizer_path, options.model_path,
                                               state.model->embedded_tokenizer(), &metadata, options.max_length});
@@ -74,6 +74,7 @@ nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresho
   model.causal = state.shape.causal;
   model.causal_source = metadata.causal ? "metadata" : "detected";
   model.capture = state.model->capture_method();
+  model.dtype = state.model->dtype();
   model.forward = state.model->forward_schema();
   model.max_length = state.text.shape.max_length;
   model.step = metadata.step;

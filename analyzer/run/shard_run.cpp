@@ -52,6 +52,7 @@ nlohmann::ordered_json agreement(const RunState& state, const std::filesystem::p
                         {"sha256", options.tokenizer_path.empty() ? "inside the model" : file_sha256(options.tokenizer_path)}};
   agree["corpus"] = {{"format", state.reader->format()}, {"sampled_sha256", sampled_file_sha256(options.corpus_path)}};
   agree["max_length"] = state.text.shape.max_length;
+  agree["dtype"] = state.model->dtype();
   agree["seed"] = options.seed;
   // The batches, and so the float results, depend on it.
   agree["batch_size"] = options.batch_size;

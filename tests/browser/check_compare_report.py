@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """End to end: `headscan compare` of three checkpoints of planted models, its tables read back and
 its page opened in headless Chromium.
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """End to end: headscan's own report of a fixture model, opened in headless Chromium, and its size.
 
 Usage:  check_headscan_report.py HEADSCAN MODEL.pt WORKDIR ARTIFACTS_DIR

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Opens headscan reports in headless Chromium from file:// and checks them.
 
 Usage:  check_report.py REPORTS_DIR ARTIFACTS_DIR
