@@ -1,5 +1,5 @@
 // Reads Hugging Face tokenizer.json files into a HfTokenizer. Each stage has its own reader
-// (normalizer_from_json, pre_tokenizer_from_json, one per model, template_prefix_from_json); this
+// (normalizer_from_json, pre_tokenizer_from_json, one per model, single_template_from_json); this
 // file holds the model switch.
 
 #include "analyzer/tokenizers/tokenizer_json.h"
@@ -160,12 +160,12 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view json_text, co
       check_id_density(added_tokens[i].id, static_cast<std::size_t>(tokens), origin,
                        "added_tokens[" + std::to_string(i) + "].id");
     }
-    std::vector<std::string> template_prefix = template_prefix_from_json(field(spec, "post_processor"), origin);
+    SingleTemplate single_template = single_template_from_json(field(spec, "post_processor"), origin);
     const bool byte_level = is_byte_level(normalizer, "normalizers") || is_byte_level(pre_tokenizer, "pretokenizers");
     return std::make_unique<HfTokenizer>(
         std::move(added_tokens), normalizer_from_json(normalizer ? *normalizer : null_spec, origin),
         pre_tokenizer_from_json(pre_tokenizer ? *pre_tokenizer : null_spec, origin), std::move(model),
-        std::move(template_prefix), byte_level);
+        std::move(single_template), byte_level);
   } catch (const nlohmann::json::exception& e) {  // a field of an unexpected JSON type we did not check
     throw InputError(origin + ": expected a Hugging Face tokenizer.json, found " + e.what() + "; " + kWhatToDo);
   }
