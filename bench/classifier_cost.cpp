@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> times(classifiers.size() + 1);
   for (int r = 0; r < repeats; ++r) {
     headscan::RowSummaryCache rows;
-    const headscan::BatchContext context{ids, valid, special, idf, !bidirectional, true,
+    const headscan::BatchContext context{ids, valid, valid, special, idf, !bidirectional, true,
                                          headscan::BatchSource::corpus, r, nullptr, &rows};
     start = std::chrono::steady_clock::now();
     rows.get(0, attention, !bidirectional);

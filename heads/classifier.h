@@ -31,8 +31,12 @@ enum class BatchSource { corpus, probe };
 
 struct BatchContext {
   const at::Tensor& token_ids;  // [B, T] int64
-  const at::Tensor& valid;      // [B, T] bool: false on padding
-  const at::Tensor& special;    // [B, T] bool: BOS and the tokenizer's special tokens
+  const at::Tensor& valid;      // [B, T] bool: false on padding; the keys a query may see
+  // [B, T] bool: the rows that count as queries in every score: valid, and not the template's
+  // suffix ([SEP], </s>), which is a key only (Clark et al. 2019 study attention to [SEP], not
+  // from it). Content queries are the queries at i >= 1. Equal to `valid` without a suffix.
+  const at::Tensor& queries;
+  const at::Tensor& special;    // [B, T] bool: BOS, the suffix and the tokenizer's special tokens
   const at::Tensor& idf;        // [B, T] float: idf of each token, -inf on special tokens and padding
   bool causal = true;           // queries see only keys j <= i
   bool has_bos = true;          // position 0 of every sequence is BOS

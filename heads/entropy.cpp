@@ -1,5 +1,5 @@
 // entropy: mean normalized attention entropy -sum_j A log A / log(n_i), n_i = keys visible to
-// query i, over queries with n_i >= 2 (Clark et al. 2019). Label "broad".
+// query i (the suffix included), over queries with n_i >= 2 (Clark et al. 2019). Label "broad".
 #include <torch/torch.h>
 
 #include "heads/mean_score.h"
@@ -30,7 +30,7 @@ class EntropyClassifier : public MeanScoreClassifier {
     RowSummary local;
     const at::Tensor& entropy = row_summary(layer, attention, context, local).entropy;  // [B, H, T]
     const at::Tensor normalizer = visible.clamp_min(2).log().unsqueeze(1);
-    means_.add(layer, entropy / normalizer, context.valid & (visible >= 2));
+    means_.add(layer, entropy / normalizer, context.queries & (visible >= 2));
   }
 };
 

@@ -41,10 +41,10 @@ class PositionalClassifier : public HeadClassifier {
     for (size_t k = 0; k < kOffsets.size(); ++k) {
       const int d = kOffsets[k];
       if (length <= std::abs(d)) continue;
-      // Queries i in [first, last) have a key i + d inside the sequence.
+      // Queries i in [first, last) have a key i + d inside the sequence (a suffix token counts as a key).
       const std::int64_t first = std::max(0, -d);
       const std::int64_t last = length - std::max(0, d);
-      const at::Tensor counted = context.valid.slice(1, first, last) & context.valid.slice(1, first + d, last + d);
+      const at::Tensor counted = context.queries.slice(1, first, last) & context.valid.slice(1, first + d, last + d);
       weights_[k].add(layer, attention.diagonal(/*offset=*/d, /*dim1=*/-2, /*dim2=*/-1), counted);
       const at::Tensor targets = torch::arange(first + d, last + d, argmax.options());
       argmax_hits_[k].add(layer, (argmax.slice(-1, first, last) == targets).to(at::kFloat), counted);

@@ -1,4 +1,4 @@
-// previous_token: mean A[i, i-1] over queries i >= 1 (Olsson et al. 2022).
+// previous_token: mean A[i, i-1] over content queries i >= 1 (Olsson et al. 2022).
 #include <torch/torch.h>
 
 #include "heads/mean_score.h"
@@ -21,7 +21,7 @@ class PreviousTokenClassifier : public MeanScoreClassifier {
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (attention.size(-1) < 2) return;
     // diagonal(-1) holds A[i, i-1] for i = 1 .. T-1.
-    means_.add(layer, attention.diagonal(/*offset=*/-1, /*dim1=*/-2, /*dim2=*/-1), context.valid.slice(1, 1));
+    means_.add(layer, attention.diagonal(/*offset=*/-1, /*dim1=*/-2, /*dim2=*/-1), context.queries.slice(1, 1));
   }
 };
 

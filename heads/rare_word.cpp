@@ -103,7 +103,7 @@ class RareWordClassifier : public MeanScoreClassifier {
       content_keys = content.sum(/*dim=*/1, /*keepdim=*/true).expand_as(content);
       best_keys = (content & (idf == best_idf_)).sum(/*dim=*/1, /*keepdim=*/true).expand_as(content);
     }
-    counted_ = context.valid & (content_keys >= kMinimumKeys) & (best_keys < content_keys);
+    counted_ = context.queries & (content_keys >= kMinimumKeys) & (best_keys < content_keys);
     baseline_.add(best_keys.to(torch::kDouble) / content_keys.clamp_min(1).to(torch::kDouble), counted_);
   }
 

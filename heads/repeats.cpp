@@ -9,7 +9,7 @@ at::Tensor earlier_occurrences(const BatchContext& context) {
   const at::Tensor same = context.token_ids.unsqueeze(2) == context.token_ids.unsqueeze(1);  // [B, T, T]
   const std::int64_t length = context.token_ids.size(1);
   const at::Tensor before = torch::ones({length, length}, torch::kBool).tril(/*diagonal=*/-1);
-  return same & before & content.unsqueeze(2) & content.unsqueeze(1);
+  return same & before & (content & context.queries).unsqueeze(2) & content.unsqueeze(1);
 }
 
 at::Tensor induction_targets(const at::Tensor& occurrences) {

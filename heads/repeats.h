@@ -13,7 +13,7 @@
 namespace headscan {
 
 // [B, T, T] bool: entry [b, i, s] is true when s < i holds the same non-special token as query i
-// (both real tokens).
+// (both real tokens, i a query).
 at::Tensor earlier_occurrences(const BatchContext& context);
 
 // [B, T, T] bool: entry [b, i, j] is true when j = s + 1 for an earlier occurrence s < i - 1 of

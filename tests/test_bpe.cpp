@@ -156,6 +156,7 @@ TEST_CASE("SentencePiece-style BPE with byte fallback", "[tokenizer][bpe]") {
   }
   SECTION("the template's <s> is the BOS candidate, never added by encode") {
     CHECK(tokenizer->template_prefix() == std::vector<std::string>{"<s>"});
+    CHECK(tokenizer->template_suffix().empty());  // Llama's "<s> $A"
     CHECK(tokenizer->is_special(1));
     CHECK_FALSE(tokenizer->is_special(3 + 0xE4));
   }

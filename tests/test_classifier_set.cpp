@@ -31,7 +31,7 @@ struct RepeatBatch {
     for (int i : {4, 5, 6}) attention[0][1][i][i - 2] = 1;
   }
   BatchContext context(BatchSource source) const {
-    return BatchContext{ids, valid, special, idf, /*causal=*/true, /*has_bos=*/true, source, 0};
+    return BatchContext{ids, valid, valid, special, idf, /*causal=*/true, /*has_bos=*/true, source, 0};
   }
 };
 

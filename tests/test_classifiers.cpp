@@ -37,7 +37,7 @@ struct Batch {
     attention[1][0][3].fill_(0.2);  // padded queries of sequence 1
     attention[1][0][4].fill_(0.2);
   }
-  BatchContext context() const { return BatchContext{ids, valid, special, idf, true, true, BatchSource::corpus, 0}; }
+  BatchContext context() const { return BatchContext{ids, valid, valid, special, idf, true, true, BatchSource::corpus, 0}; }
 };
 
 nlohmann::ordered_json finalize(const HeadClassifier& classifier, int layer, int head, std::vector<std::string>& labels) {
@@ -85,6 +85,43 @@ TEST_CASE("scores count real queries only", "[classifiers]") {
   CHECK((labels == std::vector<std::string>{"broad"}));
 }
 
+TEST_CASE("the template's suffix is a key, never a query", "[classifiers]") {
+  // The batch above with a suffix ([SEP]) as the last token of each sequence: position 4 of
+  // sequence 0 and 2 of sequence 1. Queries: 0..3 and 0..1; content queries: 1..3 and 1.
+  Batch batch;
+  batch.special = torch::tensor({1, 0, 0, 0, 1, 1, 0, 1, 0, 0}, torch::kBool).view({2, 5});
+  const at::Tensor queries = torch::tensor({1, 1, 1, 1, 0, 1, 1, 0, 0, 0}, torch::kBool).view({2, 5});
+  const double inf = std::numeric_limits<double>::infinity();
+  batch.idf = torch::tensor({-inf, 1.0, 2.0, 3.0, -inf, -inf, 5.0, -inf, -inf, -inf}).view({2, 5});
+  const BatchContext context{batch.ids, batch.valid, queries, batch.special, batch.idf, true, true,
+                             BatchSource::corpus, 0};
+  auto classifiers = make_classifiers();
+  for (auto& classifier : classifiers) {
+    classifier->begin(ModelShape{1, 2});
+    if (classifier->source() == BatchSource::corpus) classifier->observe(0, batch.attention, context);
+  }
+  std::vector<std::string> labels;
+  nlohmann::ordered_json scores = nlohmann::ordered_json::object();
+  HeadVerdict verdict{scores, labels};
+  const Thresholds thresholds = resolve_thresholds({});
+  for (const auto& classifier : classifiers) classifier->finalize(0, 0, thresholds, verdict);
+  CHECK(scores["previous_token"].get<double>() == Approx(1.0));
+  CHECK(scores["first_token"].get<double>() == Approx(2.0 / 4));  // not 2/6: the suffix rows are out
+  CHECK(scores["self"].get<double>() == Approx(2.0 / 6));
+  CHECK(scores["mean_distance"].get<double>() == Approx(4.0 / 6));
+  CHECK(scores["positional"]["weight"].get<double>() == Approx(1.0));
+  // Only query 3 of sequence 0 sees 3 content keys (the suffix is special): it attends idf 2 of 1, 2, 3.
+  CHECK(scores["rare_word"].get<double>() == Approx(0.0));
+  CHECK(scores["rare_word_baseline"].get<double>() == Approx(1.0 / 3));
+
+  labels.clear();
+  scores = nlohmann::ordered_json::object();
+  for (const auto& classifier : classifiers) classifier->finalize(0, 1, thresholds, verdict);
+  CHECK(scores["entropy"].get<double>() == Approx(1.0));
+  const double confidence = (1 + 1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1 + 1.0 / 2) / 6;
+  CHECK(scores["confidence"].get<double>() == Approx(confidence));
+}
+
 TEST_CASE("statistics of two halves merge into those of the whole", "[classifiers]") {
   Batch batch;
   const at::Tensor first_half = batch.attention.slice(0, 0, 1);
@@ -96,9 +133,9 @@ TEST_CASE("statistics of two halves merge into those of the whole", "[classifier
     auto part_b = factory();
     for (auto* classifier : {whole.get(), part_a.get(), part_b.get()}) classifier->begin(ModelShape{1, 2});
     whole->observe(0, batch.attention, batch.context());
-    const BatchContext context_a{batch.ids.slice(0, 0, 1), batch.valid.slice(0, 0, 1), batch.special.slice(0, 0, 1),
+    const BatchContext context_a{batch.ids.slice(0, 0, 1), batch.valid.slice(0, 0, 1), batch.valid.slice(0, 0, 1), batch.special.slice(0, 0, 1),
                                  batch.idf.slice(0, 0, 1), true, true, BatchSource::corpus, 0};
-    const BatchContext context_b{batch.ids.slice(0, 1, 2), batch.valid.slice(0, 1, 2), batch.special.slice(0, 1, 2),
+    const BatchContext context_b{batch.ids.slice(0, 1, 2), batch.valid.slice(0, 1, 2), batch.valid.slice(0, 1, 2), batch.special.slice(0, 1, 2),
                                  batch.idf.slice(0, 1, 2), true, true, BatchSource::corpus, 0};
     part_a->observe(0, first_half, context_a);
     part_b->observe(0, second_half, context_b);
@@ -147,7 +184,7 @@ struct RareWordBatch {
     return attention;
   }
   BatchContext context(bool causal) const {
-    return BatchContext{ids, valid, special, idf, causal, true, BatchSource::corpus, 0};
+    return BatchContext{ids, valid, valid, special, idf, causal, true, BatchSource::corpus, 0};
   }
 };
 

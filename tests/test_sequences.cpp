@@ -61,7 +61,60 @@ TEST_CASE("documents are cut into windows with BOS prepended", "[sequences]") {
   }
   SECTION("a document without tokens gives no sequence") {
     CHECK(make_sequences({}, tokenizer, SequenceShape{50, 4}, 1).empty());
+    CHECK(make_sequences({}, tokenizer, SequenceShape{50, 4, {51}}, 1).empty());
   }
+}
+
+TEST_CASE("every window ends with the template's suffix", "[sequences]") {
+  DigitTokenizer tokenizer;
+  SECTION("[CLS] text [SEP]: windows of max_length - 2 text tokens; the suffix is special and no query") {
+    const SequenceShape shape{50, 5, {51}};
+    CHECK(shape.room() == 3);
+    const auto sequences = make_sequences(tokens({1, 2, 100, 4, 5}), tokenizer, shape, 3);
+    REQUIRE(sequences.size() == 2);
+    CHECK((sequences[0].ids == std::vector<std::int64_t>{50, 1, 2, 100, 51}));
+    CHECK((sequences[0].special == std::vector<std::uint8_t>{1, 0, 0, 1, 1}));
+    CHECK(sequences[0].suffix_length == 1);
+    CHECK((sequences[1].ids == std::vector<std::int64_t>{50, 4, 5, 51}));
+    CHECK((sequences[1].special == std::vector<std::uint8_t>{1, 0, 0, 1}));
+    CHECK(sequences[1].window == 1);
+  }
+  SECTION("a suffix of two tokens and no BOS (T5's \"$A </s>\" with one more)") {
+    const SequenceShape shape{std::nullopt, 4, {51, 52}};
+    CHECK(shape.room() == 2);
+    const auto sequences = make_sequences(tokens({1, 2, 3}), tokenizer, shape, 1);
+    REQUIRE(sequences.size() == 2);
+    CHECK((sequences[0].ids == std::vector<std::int64_t>{1, 2, 51, 52}));
+    CHECK((sequences[0].special == std::vector<std::uint8_t>{0, 0, 1, 1}));
+    CHECK(sequences[0].suffix_length == 2);
+    CHECK((sequences[1].ids == std::vector<std::int64_t>{3, 51, 52}));
+  }
+  SECTION("no suffix: the windows of before") {
+    CHECK(SequenceShape{50, 4}.room() == 3);
+    CHECK(make_sequences(tokens({1}), tokenizer, SequenceShape{50, 4}, 1).front().suffix_length == 0);
+  }
+}
+
+TEST_CASE("words of windows with a suffix: the suffix belongs to no word", "[sequences]") {
+  DigitTokenizer tokenizer;
+  const SequenceShape shape{50, 4, {51}};
+  // Words: 0 = token 0, 1 = tokens 1..2; word 1 depends on word 0.
+  headscan::ParsedSentence sentence;
+  sentence.words.resize(2);
+  sentence.words[1].head = 0;
+  sentence.words[1].relation = "obj";
+  sentence.words[0].head = -1;
+  auto sequences = make_sequences(tokens({1, 2, 3}), tokenizer, shape, 1);
+  REQUIRE(sequences.size() == 2);  // [50 1 2 51] [50 3 51]
+  headscan::attach_words(sequences, {0, 1, 1}, sentence, shape);
+  CHECK((sequences[0].words->token_word == std::vector<int>{-1, 0, 1, -1}));
+  CHECK(sequences[0].words->words == 2);
+  REQUIRE(sequences[0].words->arcs.size() == 1);
+  CHECK(sequences[0].words->arcs[0].dependent == 1);
+  CHECK(sequences[0].words->arcs[0].head == 0);
+  CHECK((sequences[1].words->token_word == std::vector<int>{-1, 0, -1}));
+  CHECK(sequences[1].words->words == 1);
+  CHECK(sequences[1].words->arcs.empty());
 }
 
 TEST_CASE("batches group equal lengths, or pad neighbours when allowed", "[sequences]") {

@@ -65,7 +65,7 @@ struct CausalBatch {
     words.arcs = {WordArc{1, 0, "amod", -1}, WordArc{2, 3, "nsubj", 1}};
   }
   BatchContext context(std::int64_t index) const {
-    return BatchContext{ids, valid, special, idf, /*causal=*/true, true, BatchSource::corpus, index, &per_sequence};
+    return BatchContext{ids, valid, valid, special, idf, /*causal=*/true, true, BatchSource::corpus, index, &per_sequence};
   }
 };
 

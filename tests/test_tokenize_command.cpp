@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/model_metadata.h"
+#include "analyzer/run/text_setup.h"
 #include "analyzer/run/tokenize_command.h"
 #include "tests/fixtures.h"
 #include "tests/tokenizer_testing.h"
@@ -39,6 +41,31 @@ json llama_like(bool with_template = true) {
   return tokenizer_spec(model, normalizer, nullptr,
                         json::array({added_token(0, "<unk>"), added_token(1, "<s>"), added_token(2, "</s>")}),
                         post_processor);
+}
+
+// BERT's framing on a WordLevel vocabulary, [CLS] $A [SEP], by the post-processor given.
+json bert_like(const json& post_processor) {
+  const json vocab = {{"[PAD]", 0}, {"[UNK]", 1}, {"[CLS]", 2}, {"[SEP]", 3}, {"the", 4},
+                      {"cat", 5},   {"sat", 6},   {"on", 7},    {"mat", 8}};
+  json model = {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "[UNK]"}};
+  return tokenizer_spec(model, nullptr, {{"type", "WhitespaceSplit"}},
+                        json::array({added_token(0, "[PAD]"), added_token(1, "[UNK]"), added_token(2, "[CLS]"),
+                                     added_token(3, "[SEP]")}),
+                        post_processor);
+}
+
+json special_piece(const std::string& name) { return {{"SpecialToken", {{"id", name}, {"type_id", 0}}}}; }
+json text_piece() { return {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}; }
+json special_entry(const std::string& name, std::int64_t id) {
+  return {{"id", name}, {"ids", {id}}, {"tokens", {name}}};
+}
+
+// TemplateProcessing "[CLS] $A [SEP]" as the tokenizers library writes it.
+json cls_sep_template() {
+  return {{"type", "TemplateProcessing"},
+          {"single", json::array({special_piece("[CLS]"), text_piece(), special_piece("[SEP]")})},
+          {"pair", json::array()},
+          {"special_tokens", {{"[CLS]", special_entry("[CLS]", 2)}, {"[SEP]", special_entry("[SEP]", 3)}}}};
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -110,6 +137,109 @@ TEST_CASE("tokenize prints ids, tokens and character spans per line", "[tokenize
     options.tokenizer_path.clear();
     options.text = "Hi";
     CHECK_THROWS_WITH(tokenize(options), Catch::Contains("--tokenizer"));
+  }
+}
+
+TEST_CASE("tokenize frames every window as the tokenizer's template does", "[tokenizer][tokenize]") {
+  TempDir dir;
+  headscan::TokenizeOptions options;
+  options.text = "the cat on sat mat";
+  // The tokenizers library gives [2, 4, 5, 7, 6, 8, 3] for each of these post-processors.
+  const std::string framed = R"({"line":1,"window":0,"ids":[2,4,5,7,6,8,3],)"
+                             R"("tokens":["[CLS]","the","cat","on","sat","mat","[SEP]"],)"
+                             R"("spans":[[0,0],[0,3],[4,7],[8,10],[11,14],[15,18],[0,0]]})";
+
+  SECTION("TemplateProcessing [CLS] $A [SEP]: BOS [CLS], suffix [SEP]") {
+    options.tokenizer_path = dir.write("tokenizer.json", bert_like(cls_sep_template()).dump());
+    std::istringstream in;
+    std::ostringstream out;
+    const headscan::TokenizeSummary summary = headscan::run_tokenize(options, in, out);
+    CHECK(lines_of(out.str()) == std::vector<std::string>{framed});
+    CHECK(summary.bos == "[CLS] (id 2, from tokenizer template)");
+    CHECK(summary.suffix == "[SEP] (from tokenizer template)");
+    CHECK(summary.tokens == 7);
+  }
+  SECTION("BertProcessing and RobertaProcessing: cls before, sep after") {
+    for (const char* type : {"BertProcessing", "RobertaProcessing"}) {
+      json post_processor = {{"type", type}, {"sep", {"[SEP]", 3}}, {"cls", {"[CLS]", 2}}};
+      if (std::string(type) == "RobertaProcessing") post_processor.update({{"trim_offsets", true}, {"add_prefix_space", false}});
+      options.tokenizer_path = dir.write(std::string(type) + ".json", bert_like(post_processor).dump());
+      CHECK(tokenize(options) == std::vector<std::string>{framed});
+    }
+  }
+  SECTION("each window of a long line gets BOS and the suffix: max_length - 2 words per window") {
+    options.tokenizer_path = dir.write("tokenizer.json", bert_like(cls_sep_template()).dump());
+    options.max_length = 4;
+    std::vector<std::vector<int>> ids;
+    for (const std::string& line : tokenize(options)) ids.push_back(json::parse(line)["ids"].get<std::vector<int>>());
+    CHECK(ids == std::vector<std::vector<int>>{{2, 4, 5, 3}, {2, 7, 6, 3}, {2, 8, 3}});
+  }
+  SECTION("a suffix of two tokens after ByteLevel in a Sequence; no BOS (\"$A [SEP] [PAD]\")") {
+    json template_processing = cls_sep_template();
+    template_processing["single"] = json::array({text_piece(), special_piece("[SEP]"), special_piece("[PAD]")});
+    template_processing["special_tokens"]["[PAD]"] = special_entry("[PAD]", 0);
+    const json sequence = {{"type", "Sequence"},
+                           {"processors", json::array({{{"type", "ByteLevel"}, {"add_prefix_space", false},
+                                                        {"trim_offsets", false}, {"use_regex", true}},
+                                                       template_processing})}};
+    options.tokenizer_path = dir.write("tokenizer.json", bert_like(sequence).dump());
+    options.text = "the cat";
+    CHECK(tokenize(options) == std::vector<std::string>{R"({"line":1,"window":0,"ids":[4,5,3,0],)"
+                                                        R"("tokens":["the","cat","[SEP]","[PAD]"],)"
+                                                        R"("spans":[[0,3],[4,7],[0,0],[0,0]]})"});
+    options.max_length = 3;  // one word and the two suffix tokens per window
+    CHECK(tokenize(options).size() == 2);
+  }
+  SECTION("headscan.json's bos_token replaces the prefix; the template's suffix stays") {
+    options.tokenizer_path = dir.write("tokenizer.json", bert_like(cls_sep_template()).dump());
+    headscan::ModelMetadata metadata;
+    metadata.bos_token = "[PAD]";
+    const headscan::TextSetup setup =
+        headscan::resolve_text_setup(headscan::TextSources{options.tokenizer_path, "", "", &metadata, 8});
+    CHECK(setup.shape.bos_id == 0);
+    CHECK(setup.shape.suffix_ids == std::vector<std::int64_t>{3});
+    CHECK(setup.shape.room() == 6);
+  }
+  SECTION("max_length must leave room for text after BOS and the suffix") {
+    options.tokenizer_path = dir.write("tokenizer.json", bert_like(cls_sep_template()).dump());
+    options.max_length = 2;
+    CHECK_THROWS_WITH(tokenize(options), Catch::Contains("max_length 2 leaves no room for text") &&
+                                             Catch::Contains("[CLS]") && Catch::Contains("[SEP]") &&
+                                             Catch::Contains("at least 3"));
+  }
+  SECTION("a suffix token missing from the vocabulary") {
+    json template_processing = cls_sep_template();
+    template_processing["single"][2] = special_piece("</s>");
+    template_processing["special_tokens"]["</s>"] = special_entry("</s>", 9);
+    options.tokenizer_path = dir.write("tokenizer.json", bert_like(template_processing).dump());
+    CHECK_THROWS_WITH(tokenize(options), Catch::Contains("\"</s>\"") && Catch::Contains("not in its vocabulary"));
+  }
+}
+
+TEST_CASE("post-processors: prefix and suffix of a single text", "[tokenizer][tokenize]") {
+  SECTION("a Sequence applies its processors in order, each around the text so far") {
+    json outer = cls_sep_template();
+    outer["single"] = json::array({special_piece("[PAD]"), text_piece(), special_piece("[UNK]")});
+    outer["special_tokens"] = {{"[PAD]", special_entry("[PAD]", 0)}, {"[UNK]", special_entry("[UNK]", 1)}};
+    const json bert = {{"type", "BertProcessing"}, {"sep", {"[SEP]", 3}}, {"cls", {"[CLS]", 2}}};
+    // The tokenizers library: [0, 2, 4, 5, 3, 1] for "the cat".
+    const auto tokenizer = build(bert_like({{"type", "Sequence"}, {"processors", json::array({bert, outer})}}));
+    CHECK(tokenizer->template_prefix() == std::vector<std::string>{"[PAD]", "[CLS]"});
+    CHECK(tokenizer->template_suffix() == std::vector<std::string>{"[SEP]", "[UNK]"});
+    // After a TemplateProcessing the library panics (another template) or reads a pair of texts.
+    CHECK_THAT(build_error(bert_like({{"type", "Sequence"}, {"processors", json::array({outer, bert})}})),
+               Catch::Contains("post_processor.processors[1]") && Catch::Contains("after the TemplateProcessing"));
+  }
+  SECTION("a template with its text twice") {
+    json twice = cls_sep_template();
+    twice["single"] = json::array({text_piece(), special_piece("[SEP]"), text_piece()});
+    CHECK_THAT(build_error(bert_like(twice)), Catch::Contains("post_processor.single[2]"));
+  }
+  SECTION("ByteLevel and null add nothing") {
+    CHECK(build(bert_like(nullptr))->template_suffix().empty());
+    CHECK(build(bert_like({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}}))
+              ->template_suffix()
+              .empty());
   }
 }
 

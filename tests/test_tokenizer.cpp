@@ -14,6 +14,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/tokenizers/tokenizer.h"
 #include "tests/fixtures.h"
+#include "tests/tokenizer_testing.h"
 
 using headscan::InputError;
 using headscan::Token;
@@ -41,9 +42,7 @@ json wordlevel_spec(const json& vocab, const json& pre_tokenizer = {{"type", "Wh
           {"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}}};
 }
 
-std::unique_ptr<headscan::Tokenizer> build(const json& spec) {
-  return headscan::tokenizer_from_hf_json(spec.dump(), "test/tokenizer.json");
-}
+std::unique_ptr<headscan::Tokenizer> build(const json& spec) { return tokenizer_testing::build(spec); }
 
 // Tokens as (id, piece, begin, end) tuples, for readable comparisons.
 using TokenTuple = std::tuple<std::int64_t, std::string, std::size_t, std::size_t>;
@@ -102,13 +101,30 @@ TEST_CASE("WordLevel with WhitespaceSplit and added tokens", "[tokenizer]") {
 
 TEST_CASE("Added tokens beyond the vocabulary count in vocab_size", "[tokenizer]") {
   json added = kSpecials;
-  added.push_back(added_token(9, "<mask>", false));
+  added.push_back(added_token(3, "<mask>", false));
   const auto tokenizer =
       build(wordlevel_spec({{"<s>", 0}, {"<unk>", 1}, {"a", 2}}, {{"type", "WhitespaceSplit"}}, nullptr, added));
-  CHECK(tokenizer->vocab_size() == 10);
-  CHECK(tokenizer->id_to_piece(9) == "<mask>");
-  CHECK_FALSE(tokenizer->is_special(9));
-  CHECK(encode(*tokenizer, "a<mask>a") == std::vector<TokenTuple>{{2, "a", 0, 1}, {9, "<mask>", 1, 7}, {2, "a", 7, 8}});
+  CHECK(tokenizer->vocab_size() == 4);
+  CHECK(tokenizer->id_to_piece(3) == "<mask>");
+  CHECK_FALSE(tokenizer->is_special(3));
+  CHECK(encode(*tokenizer, "a<mask>a") == std::vector<TokenTuple>{{2, "a", 0, 1}, {3, "<mask>", 1, 7}, {2, "a", 7, 8}});
+}
+
+TEST_CASE("Added tokens take the ids the tokenizers library gives them, not the file's", "[tokenizer]") {
+  // The library assigns ids on load and only warns when the file says otherwise: a piece of the
+  // vocabulary keeps its id, the same content its first id, others the next free id in file order.
+  json added = kSpecials;
+  added.push_back(added_token(9, "<mask>", false));
+  added.push_back(added_token(4, "<x>"));
+  added.push_back(added_token(7, "a"));
+  added.push_back(added_token(8, "<mask>"));
+  const auto tokenizer =
+      build(wordlevel_spec({{"<s>", 0}, {"<unk>", 1}, {"a", 2}}, {{"type", "WhitespaceSplit"}}, nullptr, added));
+  CHECK(tokenizer->token_to_id("<mask>") == 3);
+  CHECK(tokenizer->token_to_id("<x>") == 4);
+  CHECK(tokenizer->token_to_id("a") == 2);
+  CHECK(tokenizer->vocab_size() == 5);
+  CHECK(encode(*tokenizer, "a<mask><x>") == std::vector<TokenTuple>{{2, "a", 0, 1}, {3, "<mask>", 1, 7}, {4, "<x>", 7, 10}});
 }
 
 TEST_CASE("Added token matching follows the tokenizers library", "[tokenizer]") {
@@ -119,35 +135,35 @@ TEST_CASE("Added token matching follows the tokenizers library", "[tokenizer]") 
   };
 
   SECTION("longest match first") {
-    json added = json::array({added_token(5, "<s>"), added_token(6, "<s>x")});
+    json added = json::array({added_token(4, "<s>"), added_token(5, "<s>x")});
     const auto tokenizer = build(wordlevel_spec(vocab, {{"type", "WhitespaceSplit"}}, nullptr, added));
-    CHECK(encode(*tokenizer, "<s>x<s>") == std::vector<TokenTuple>{{6, "<s>x", 0, 4}, {5, "<s>", 4, 7}});
+    CHECK(encode(*tokenizer, "<s>x<s>") == std::vector<TokenTuple>{{5, "<s>x", 0, 4}, {4, "<s>", 4, 7}});
   }
   SECTION("lstrip takes the whitespace before the token into its span") {
-    json mask = added_token(7, "<mask>");
+    json mask = added_token(4, "<mask>");
     mask["lstrip"] = true;
     CHECK(encode(*build(spec_with(mask)), "a  <mask> b") ==
-          std::vector<TokenTuple>{{1, "a", 0, 1}, {7, "<mask>", 1, 9}, {2, "b", 10, 11}});
+          std::vector<TokenTuple>{{1, "a", 0, 1}, {4, "<mask>", 1, 9}, {2, "b", 10, 11}});
   }
   SECTION("rstrip takes the whitespace after it") {
-    json mask = added_token(7, "<mask>");
+    json mask = added_token(4, "<mask>");
     mask["rstrip"] = true;
     CHECK(encode(*build(spec_with(mask)), "a <mask>  b") ==
-          std::vector<TokenTuple>{{1, "a", 0, 1}, {7, "<mask>", 2, 10}, {2, "b", 10, 11}});
+          std::vector<TokenTuple>{{1, "a", 0, 1}, {4, "<mask>", 2, 10}, {2, "b", 10, 11}});
   }
   SECTION("single_word tokens match only between non-word characters") {
-    json word = added_token(8, "ab", false);
+    json word = added_token(3, "ab", false);  // also the vocabulary's "ab"
     word["single_word"] = true;
     CHECK(encode(*build(spec_with(word)), "ab abc,ab") ==
-          std::vector<TokenTuple>{{8, "ab", 0, 2}, {0, "<unk>", 3, 7}, {8, "ab", 7, 9}});
+          std::vector<TokenTuple>{{3, "ab", 0, 2}, {0, "<unk>", 3, 7}, {3, "ab", 7, 9}});
   }
   SECTION("normalized tokens are matched after the normalizer ran") {
-    json mask = added_token(7, "[MASK]", false);
+    json mask = added_token(4, "[MASK]", false);
     mask["normalized"] = true;
     json added = json::array({added_token(0, "<unk>"), mask});
     const auto tokenizer = build(wordlevel_spec(vocab, {{"type", "WhitespaceSplit"}}, {{"type", "Lowercase"}}, added));
     CHECK(encode(*tokenizer, "A[Mask]b") ==
-          std::vector<TokenTuple>{{1, "a", 0, 1}, {7, "[MASK]", 1, 7}, {2, "b", 7, 8}});
+          std::vector<TokenTuple>{{1, "a", 0, 1}, {4, "[MASK]", 1, 7}, {2, "b", 7, 8}});
   }
 }
 

@@ -71,8 +71,9 @@ TEST_CASE("WordPiece with ## continuation and [UNK]", "[tokenizer][wordpiece]") 
   SECTION("Chinese characters become words of their own") {
     CHECK(encode(*tokenizer, "世界!") == Tokens{{10, "世", 0, 3}, {11, "界", 3, 6}, {8, "!", 6, 7}});
   }
-  SECTION("BertProcessing: [CLS] is the template's first token") {
+  SECTION("BertProcessing: [CLS] before the text, [SEP] after it") {
     CHECK(tokenizer->template_prefix() == std::vector<std::string>{"[CLS]"});
+    CHECK(tokenizer->template_suffix() == std::vector<std::string>{"[SEP]"});
     CHECK(tokenizer->is_special(0));
   }
   SECTION("unk_token missing from the vocabulary is an error at load") {

@@ -3,6 +3,10 @@
 // (id, piece, begin, end) tuples with byte offsets into the original text.
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,8 +42,18 @@ inline json wordlevel_model(const json& vocab) {
   return {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}};
 }
 
+// With HEADSCAN_TOKENIZER_DUMP=DIR in the environment, every tokenizer.json that builds is also
+// written into DIR, so that tests/fixtures/check_tokenizers.py compares headscan with the
+// tokenizers library on each of them.
 inline std::unique_ptr<headscan::Tokenizer> build(const json& spec) {
-  return headscan::tokenizer_from_hf_json(spec.dump(), "test/tokenizer.json");
+  const std::string text = spec.dump();
+  auto tokenizer = headscan::tokenizer_from_hf_json(text, "test/tokenizer.json");
+  if (const char* dump = std::getenv("HEADSCAN_TOKENIZER_DUMP")) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/%016zx.json", std::hash<std::string>{}(text));
+    std::ofstream(std::string(dump) + name, std::ios::binary) << text;
+  }
+  return tokenizer;
 }
 
 inline Tokens encode(const headscan::Tokenizer& tokenizer, std::string_view text) {

@@ -114,8 +114,9 @@ int run_tokenize_command(int argc, char** argv) {
     std::cout.flush();
     for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
     if (!quiet) {
-      fmt::print(stderr, "tokenizer: {}; BOS: {}; max_length {}; {} lines, {} windows, {} tokens\n", summary.tokenizer,
-                 summary.bos, summary.max_length, summary.documents, summary.windows, summary.tokens);
+      fmt::print(stderr, "tokenizer: {}; BOS: {}; suffix: {}; max_length {}; {} lines, {} windows, {} tokens\n",
+                 summary.tokenizer, summary.bos, summary.suffix, summary.max_length, summary.documents, summary.windows,
+                 summary.tokens);
     }
     return 0;
   });

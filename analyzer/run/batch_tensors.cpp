@@ -15,15 +15,18 @@ BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id,
   BatchTensors tensors;
   tensors.ids = torch::full({rows, columns}, pad_id, torch::kInt64);
   tensors.valid = torch::zeros({rows, columns}, torch::kBool);
+  tensors.queries = torch::zeros({rows, columns}, torch::kBool);
   tensors.special = torch::zeros({rows, columns}, torch::kBool);
   auto ids = tensors.ids.accessor<std::int64_t, 2>();
   auto valid = tensors.valid.accessor<bool, 2>();
+  auto queries = tensors.queries.accessor<bool, 2>();
   auto special = tensors.special.accessor<bool, 2>();
   for (std::int64_t b = 0; b < rows; ++b) {
     const Sequence& sequence = batch[b];
     for (std::size_t t = 0; t < sequence.ids.size(); ++t) {
       ids[b][t] = sequence.ids[t];
       valid[b][t] = true;
+      queries[b][t] = t + sequence.suffix_length < sequence.ids.size();
       special[b][t] = sequence.special[t] != 0;
     }
   }

@@ -13,6 +13,7 @@ namespace headscan {
 struct BatchTensors {
   at::Tensor ids;      // [B, T] int64, right-padded with pad_id
   at::Tensor valid;    // [B, T] bool: false on padding
+  at::Tensor queries;  // [B, T] bool: rows that count as queries: valid and not the template's suffix
   at::Tensor special;  // [B, T] bool
   at::Tensor mask;     // [B, T] int64: 1 on real tokens (the model's attention_mask)
   at::Tensor idf;      // [B, T] float: idf of each token, -inf on special tokens and padding

@@ -12,6 +12,9 @@ void ExampleChooser::offer(Sequence& sequence) {
   sequence.example = static_cast<int>(chosen_.size());
   Sequence example = sequence;
   const std::size_t length = std::min(example.ids.size(), ExampleSequence::kMaxExampleTokens);
+  // A cut keeps the first tokens, as a causal model's recorded attention does; the suffix goes first.
+  const std::size_t cut = example.ids.size() - length;
+  example.suffix_length = example.suffix_length > cut ? example.suffix_length - cut : 0;
   example.ids.resize(length);
   example.special.resize(length);
   chosen_.push_back(std::move(example));

@@ -1,4 +1,4 @@
-// The probe pass: the synthetic sequences BOS + R R R R (analyzer/run/probes.h) through the
+// The probe pass: the synthetic sequences BOS + R R R R (+ suffix; analyzer/run/probes.h) through the
 // instrumented model to the probe classifiers (induction, duplicate-token), and the model's
 // next-token loss on each repeat when it returns logits.
 #include <fmt/format.h>
@@ -19,7 +19,11 @@ class ProbePass : public Pass {
   void run(RunState& state) override {
     const Tokenizer& tokenizer = *state.text.tokenizer;
     const SequenceShape& sequence_shape = state.text.shape;
-    state.probes = make_probes(tokenizer, sequence_shape.bos_id, sequence_shape.max_length, state.options.seed);
+    // A bidirectional model sees the template's suffix after the repeats, as after every text; in a
+    // causal model no query would see it, so its probes go without (and keep their room).
+    SequenceShape probe_shape = sequence_shape;
+    if (state.shape.causal) probe_shape.suffix_ids.clear();
+    state.probes = make_probes(tokenizer, probe_shape, state.options.seed);
     ProbeSet& probes = state.probes;
     ProbeSummary& summary = state.probe_summary;
     summary.seed = state.options.seed;

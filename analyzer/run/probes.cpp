@@ -31,15 +31,14 @@ std::vector<std::int64_t> probe_vocabulary(const Tokenizer& tokenizer) {
 
 }  // namespace
 
-ProbeSet make_probes(const Tokenizer& tokenizer, std::optional<std::int64_t> bos_id, std::int64_t max_length,
-                     std::uint64_t seed) {
+ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed) {
   ProbeSet probes;
-  const std::int64_t room = max_length - (bos_id ? 1 : 0);
+  const auto room = static_cast<std::int64_t>(shape.room());
   probes.repeats = room >= 4 * 4 ? 4 : 2;
   const std::int64_t longest = std::min(kMaxRepeatLength, room / probes.repeats);
   const std::vector<std::int64_t> vocabulary = probe_vocabulary(tokenizer);
   if (longest < 2) {
-    probes.skipped_because = fmt::format("max_length {} leaves no room for 2 repeats of 2 tokens", max_length);
+    probes.skipped_because = fmt::format("max_length {} leaves no room for 2 repeats of 2 tokens", shape.max_length);
     return probes;
   }
   if (static_cast<std::int64_t>(vocabulary.size()) < longest) {
@@ -61,14 +60,17 @@ ProbeSet make_probes(const Tokenizer& tokenizer, std::optional<std::int64_t> bos
     }
     Sequence sequence;
     sequence.line_number = static_cast<std::size_t>(k);
-    if (bos_id) {
-      sequence.ids.push_back(*bos_id);
+    if (shape.bos_id) {
+      sequence.ids.push_back(*shape.bos_id);
       sequence.special.push_back(1);
     }
     for (int r = 0; r < probes.repeats; ++r) {
       sequence.ids.insert(sequence.ids.end(), repeat.begin(), repeat.end());
       sequence.special.insert(sequence.special.end(), repeat.size(), 0);
     }
+    sequence.ids.insert(sequence.ids.end(), shape.suffix_ids.begin(), shape.suffix_ids.end());
+    sequence.special.insert(sequence.special.end(), shape.suffix_ids.size(), 1);
+    sequence.suffix_length = shape.suffix_ids.size();
     probes.sequences.push_back(std::move(sequence));
     probes.repeat_lengths.push_back(static_cast<int>(length));
   }

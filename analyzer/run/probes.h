@@ -1,6 +1,7 @@
 #pragma once
 // Synthetic probe sequences for induction and duplicate-token heads (DESIGN.md, induction):
-// BOS + R repeated, R made of distinct non-special tokens of the model's vocabulary.
+// BOS + R repeated + the template's suffix when the shape has one, R made of distinct non-special
+// tokens of the model's vocabulary.
 //
 // Sizing: 10 probes, 4 repeats of R with |R| <= 25, shorter when max_length requires, and 2
 // repeats when 4 do not fit. |R| varies across probes (from |R|max down to about 0.6 |R|max), so
@@ -27,12 +28,13 @@ struct ProbeSet {
   std::string skipped_because;       // non-empty when no probes could be made
 };
 
-ProbeSet make_probes(const Tokenizer& tokenizer, std::optional<std::int64_t> bos_id, std::int64_t max_length,
-                     std::uint64_t seed);
+// The repeats fill shape.room(): max_length less BOS and the suffix.
+ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed);
 
 // Mean next-token loss of each repeat over the probes: entry r is the mean cross-entropy of the
 // predictions of the tokens of repeat r+1 (the token at position t predicted from position t-1;
-// the first token of repeat 1 is predicted from BOS, or skipped without BOS).
+// the first token of repeat 1 is predicted from BOS, or skipped without BOS; the suffix is not a
+// repeat).
 class RepeatLoss {
  public:
   explicit RepeatLoss(int repeats);

@@ -62,8 +62,7 @@ bool RunState::read_document(DocumentReader& documents, std::vector<Sequence>& s
     if (document.text.size() <= kLongDocumentBytes) {
       tokens = tokenizer.encode(document.text);
     } else {
-      const std::size_t room = static_cast<std::size_t>(text.shape.max_length) - (text.shape.bos_id ? 1 : 0);
-      const std::size_t wanted = max_windows > 0 ? static_cast<std::size_t>(max_windows) * room : SIZE_MAX;
+      const std::size_t wanted = max_windows > 0 ? static_cast<std::size_t>(max_windows) * text.shape.room() : SIZE_MAX;
       const bool any = encode_in_pieces(tokenizer, document.text, wanted, counted, tokens);
       if (counted != nullptr && any) counted->end_document();
       count_whole = nullptr;
@@ -145,6 +144,7 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
   }
   const BatchContext context{tensors.ids,
                              tensors.valid,
+                             tensors.queries,
                              tensors.special,
                              tensors.idf,
                              shape.causal,

@@ -6,16 +6,22 @@
 
 namespace headscan {
 
+std::size_t SequenceShape::room() const {
+  const std::size_t framing = (bos_id ? 1 : 0) + suffix_ids.size();
+  const auto length = static_cast<std::size_t>(std::max<std::int64_t>(max_length, 0));
+  return length > framing ? length - framing : 1;
+}
+
 std::vector<Sequence> make_sequences(const std::vector<Token>& tokens, const Tokenizer& tokenizer,
                                      const SequenceShape& shape, std::size_t line_number) {
   std::vector<Sequence> sequences;
-  const std::size_t room = static_cast<std::size_t>(shape.max_length) - (shape.bos_id ? 1 : 0);
+  const std::size_t room = shape.room();
   for (std::size_t start = 0; start < tokens.size(); start += room) {
     const std::size_t stop = std::min(tokens.size(), start + room);
     Sequence sequence;
     sequence.line_number = line_number;
     sequence.window = sequences.size();
-    sequence.ids.reserve(stop - start + 1);
+    sequence.ids.reserve(stop - start + 1 + shape.suffix_ids.size());
     if (shape.bos_id) {
       sequence.ids.push_back(*shape.bos_id);
       sequence.special.push_back(1);
@@ -24,6 +30,9 @@ std::vector<Sequence> make_sequences(const std::vector<Token>& tokens, const Tok
       sequence.ids.push_back(tokens[i].id);
       sequence.special.push_back(tokenizer.is_special(tokens[i].id) ? 1 : 0);
     }
+    sequence.ids.insert(sequence.ids.end(), shape.suffix_ids.begin(), shape.suffix_ids.end());
+    sequence.special.insert(sequence.special.end(), shape.suffix_ids.size(), 1);
+    sequence.suffix_length = shape.suffix_ids.size();
     sequences.push_back(std::move(sequence));
   }
   return sequences;
@@ -93,15 +102,15 @@ std::vector<std::vector<Sequence>> Batcher::flush() {
 void attach_words(std::vector<Sequence>& sequences, const std::vector<int>& token_word,
                   const ParsedSentence& sentence, const SequenceShape& shape) {
   const std::size_t offset = shape.bos_id ? 1 : 0;
-  const std::size_t room = static_cast<std::size_t>(shape.max_length) - offset;
+  const std::size_t room = shape.room();
   for (std::size_t window = 0; window < sequences.size(); ++window) {
     Sequence& sequence = sequences[window];
     const std::size_t start = window * room;
     auto words = std::make_shared<SequenceWords>();
-    words->token_word.assign(sequence.ids.size(), -1);
+    words->token_word.assign(sequence.ids.size(), -1);  // BOS and the suffix belong to no word
     // Sentence word → local word, for the words with a token in this window.
     std::vector<int> local(sentence.words.size(), -1);
-    for (std::size_t position = offset; position < sequence.ids.size(); ++position) {
+    for (std::size_t position = offset; position < sequence.ids.size() - sequence.suffix_length; ++position) {
       const int word = token_word.at(start + position - offset);
       if (word < 0) continue;
       if (local[static_cast<std::size_t>(word)] < 0) local[static_cast<std::size_t>(word)] = words->words++;

@@ -1,6 +1,7 @@
 #pragma once
-// From documents to model inputs: windows of at most max_length tokens with BOS prepended
-// (DESIGN.md, "Sequences"), and batches of sequences in bounded memory.
+// From documents to model inputs: windows of at most max_length tokens framed as the tokenizer's
+// template frames a text, BOS before and the template's suffix after (DESIGN.md, "Sequences"),
+// and batches of sequences in bounded memory.
 
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +18,10 @@ namespace headscan {
 
 struct Sequence {
   std::vector<std::int64_t> ids;
-  std::vector<std::uint8_t> special;  // 1 for BOS and the tokenizer's special tokens
+  std::vector<std::uint8_t> special;  // 1 for BOS, the suffix and the tokenizer's special tokens
+  // The last `suffix_length` ids are the template's suffix ([SEP], </s>): special, in no word,
+  // and not queries (keys only); 0 when the template has none.
+  std::size_t suffix_length = 0;
   std::size_t line_number = 0;        // the corpus line it comes from
   std::size_t window = 0;             // 0 for the first window of a line
   std::uint64_t chunk = 0;            // its document's chunk: batches never mix chunks
@@ -26,11 +30,17 @@ struct Sequence {
 };
 
 struct SequenceShape {
-  std::optional<std::int64_t> bos_id;  // prepended to every window when set
-  std::int64_t max_length = 512;       // tokens per sequence, BOS included
+  std::optional<std::int64_t> bos_id;    // prepended to every window when set
+  std::int64_t max_length = 512;         // tokens per sequence, BOS and suffix included
+  std::vector<std::int64_t> suffix_ids;  // appended to every window: the template's suffix
+
+  // Tokens of text per window: max_length less BOS and the suffix (at least 1: resolve_text_setup
+  // checks it).
+  std::size_t room() const;
 };
 
-// Cuts one document's tokens into consecutive windows. A document with no tokens gives none.
+// Cuts one document's tokens into consecutive windows of at most shape.room() tokens, each framed
+// by BOS and the suffix. A document with no tokens gives none.
 std::vector<Sequence> make_sequences(const std::vector<Token>& tokens, const Tokenizer& tokenizer,
                                      const SequenceShape& shape, std::size_t line_number);
 

@@ -31,9 +31,11 @@ TextSetup resolve_text_setup(const TextSources& sources) {
   const ModelMetadata& metadata = sources.metadata != nullptr ? *sources.metadata : none;
   const std::string metadata_origin =
       sources.model_path.empty() ? std::string("headscan.json") : sources.model_path + ":headscan.json";
-  // headscan.json's BOS, else the tokenizer template's single leading special token.
+  // headscan.json's BOS, else the tokenizer template's single leading special token; after the
+  // text, the template's suffix in either case.
   setup.bos = choose_bos(*setup.tokenizer, metadata.bos_token, metadata_origin);
   if (setup.bos) setup.shape.bos_id = setup.bos->id;
+  setup.shape.suffix_ids = template_suffix_ids(*setup.tokenizer);
 
   if (sources.max_length != 0 && sources.max_length < 2) {
     throw InputError(fmt::format("--max-length {}: sequences need at least 2 tokens", sources.max_length));
@@ -41,6 +43,15 @@ TextSetup resolve_text_setup(const TextSources& sources) {
   setup.shape.max_length = sources.max_length > 0 ? sources.max_length
                            : metadata.max_length  ? *metadata.max_length
                                                   : kDefaultMaxLength;
+  const std::size_t framing = (setup.bos ? 1 : 0) + setup.shape.suffix_ids.size();
+  if (setup.shape.max_length <= static_cast<std::int64_t>(framing)) {
+    std::string suffix;
+    for (const std::string& token : setup.tokenizer->template_suffix()) suffix += " " + token;
+    throw InputError(fmt::format("max_length {} leaves no room for text: BOS{} and the tokenizer template's suffix{} "
+                                 "take {} token(s) of every window; set --max-length to at least {}",
+                                 setup.shape.max_length, setup.bos ? " " + setup.bos->token : " (none)",
+                                 suffix.empty() ? " (none)" : suffix, framing, framing + 1));
+  }
   if (sources.max_length == 0 && !metadata.max_length && !sources.model_path.empty()) {
     setup.warnings.push_back(fmt::format("{} has no max_length in headscan.json: sequences are cut at {} tokens "
                                          "(set --max-length to the model's context)",

@@ -1,6 +1,6 @@
 #pragma once
-// The tokenizer, BOS and max_length of a run, resolved in one place for every command, so that
-// `headscan tokenize` shows exactly the sequences the analysis builds.
+// The tokenizer, BOS, template suffix and max_length of a run, resolved in one place for every
+// command, so that `headscan tokenize` shows exactly the sequences the analysis builds.
 
 #include <cstdint>
 #include <memory>
@@ -30,11 +30,12 @@ struct TextSetup {
   std::unique_ptr<Tokenizer> tokenizer;
   std::string tokenizer_description;  // e.g. "WordLevel, 64 tokens (model.pt:tokenizer.json)"
   std::optional<BosChoice> bos;       // prepended to every window when set
-  SequenceShape shape;                // BOS id and max_length
+  SequenceShape shape;                // BOS id, max_length and the template's suffix
   std::vector<std::string> warnings;  // e.g. max_length fell back to the default
 };
 
-// Throws InputError when there is no tokenizer, it is malformed, or max_length is below 2.
+// Throws InputError when there is no tokenizer, it is malformed, max_length is below 2, or BOS and
+// the template's suffix leave no room for text in max_length.
 TextSetup resolve_text_setup(const TextSources& sources);
 
 // The text setup of the commands that need no model run (tokenize, idf): the archive's extra files

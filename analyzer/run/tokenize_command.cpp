@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "analyzer/corpus/text_lines.h"
@@ -85,6 +86,8 @@ TokenizeSummary run_tokenize(const TokenizeOptions& options, std::istream& stand
   summary.tokenizer = setup.tokenizer_description;
   summary.bos = bos ? fmt::format("{} (id {}, from {})", bos->token, bos->id, bos->source) : "none";
   summary.max_length = shape.max_length;
+  const std::vector<std::string> suffix = tokenizer.template_suffix();
+  summary.suffix = suffix.empty() ? "none" : fmt::format("{} (from tokenizer template)", fmt::join(suffix, " "));
 
   LineSource lines(options, standard_input);
   CorpusLine line;
@@ -108,11 +111,16 @@ TokenizeSummary run_tokenize(const TokenizeOptions& options, std::istream& stand
         spans.push_back({0, 0});
         position = 1;
       }
-      for (; position < sequence.ids.size(); ++position, ++next_token) {
+      for (; position + sequence.suffix_length < sequence.ids.size(); ++position, ++next_token) {
         const Token& token = tokens.at(next_token);
         ids.push_back(token.id);
         pieces.push_back(token.piece);
         spans.push_back({begin_of(token.begin), before[token.end]});
+      }
+      for (std::size_t k = 0; k < sequence.suffix_length; ++k) {
+        ids.push_back(shape.suffix_ids[k]);
+        pieces.push_back(suffix[k]);
+        spans.push_back({0, 0});  // as the tokenizers library gives special tokens
       }
       const nlohmann::ordered_json object = {{"line", line.line_number}, {"window", sequence.window},
                                              {"ids", ids},                {"tokens", pieces},

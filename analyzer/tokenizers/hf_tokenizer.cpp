@@ -6,12 +6,12 @@ namespace headscan {
 
 HfTokenizer::HfTokenizer(std::vector<AddedToken> added_tokens, std::unique_ptr<Normalizer> normalizer,
                                      std::unique_ptr<PreTokenizer> pre_tokenizer, std::unique_ptr<TokenizerModel> model,
-                                     std::vector<std::string> template_prefix, bool byte_level)
+                                     SingleTemplate single_template, bool byte_level)
     : normalizer_(std::move(normalizer)),
       pre_tokenizer_(std::move(pre_tokenizer)),
       model_(std::move(model)),
       added_(std::move(added_tokens), normalizer_.get()),
-      template_prefix_(std::move(template_prefix)),
+      single_template_(std::move(single_template)),
       byte_level_(byte_level) {
   vocab_size_ = model_->vocab_size();
   for (const AddedToken& token : added_.tokens()) {

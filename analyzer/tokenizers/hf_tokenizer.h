@@ -18,11 +18,11 @@ namespace headscan {
 class HfTokenizer : public Tokenizer {
  public:
   // `normalizer` and `pre_tokenizer` may be null (text unchanged; the whole text is one word).
-  // `template_prefix`: the special tokens the post-processor puts before a text (not added here).
+  // `single_template`: the special tokens the post-processor puts around a text (not added here).
   // `byte_level`: the normalizer or pre-tokenizer is (or holds) ByteLevel.
   HfTokenizer(std::vector<AddedToken> added_tokens, std::unique_ptr<Normalizer> normalizer,
                     std::unique_ptr<PreTokenizer> pre_tokenizer, std::unique_ptr<TokenizerModel> model,
-                    std::vector<std::string> template_prefix = {}, bool byte_level = false);
+                    SingleTemplate single_template = {}, bool byte_level = false);
 
   std::vector<Token> encode(std::string_view text) const override;
   std::int64_t vocab_size() const override { return vocab_size_; }
@@ -31,7 +31,8 @@ class HfTokenizer : public Tokenizer {
   std::string id_to_piece(std::int64_t id) const override;
   bool is_special(std::int64_t id) const override { return special_ids_.count(id) > 0; }
   std::string describe() const override;
-  std::vector<std::string> template_prefix() const override { return template_prefix_; }
+  std::vector<std::string> template_prefix() const override { return single_template_.prefix; }
+  std::vector<std::string> template_suffix() const override { return single_template_.suffix; }
   bool byte_level() const override { return byte_level_; }
 
  private:
@@ -47,7 +48,7 @@ class HfTokenizer : public Tokenizer {
   std::unordered_map<std::int64_t, std::string> added_pieces_;
   std::unordered_set<std::int64_t> special_ids_;
   std::int64_t vocab_size_ = 0;
-  std::vector<std::string> template_prefix_;
+  SingleTemplate single_template_;
   bool byte_level_ = false;
 };
 

@@ -92,4 +92,17 @@ std::optional<BosChoice> choose_bos(const Tokenizer& tokenizer, const std::strin
   return BosChoice{*id, prefix.front(), "tokenizer template"};
 }
 
+std::vector<std::int64_t> template_suffix_ids(const Tokenizer& tokenizer) {
+  std::vector<std::int64_t> ids;
+  for (const std::string& token : tokenizer.template_suffix()) {
+    const std::optional<std::int64_t> id = tokenizer.token_to_id(token);
+    if (!id) {
+      throw InputError("the tokenizer's template ends with \"" + token + "\", which is not in its vocabulary (" +
+                       tokenizer.describe() + "); fix the tokenizer's post_processor or its added_tokens");
+    }
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
 }  // namespace headscan

@@ -20,12 +20,20 @@ struct Token {
   std::size_t end = 0;    // one past its last byte; begin == end for tokens with no text (BOS)
 };
 
+// The special tokens a tokenizer's template puts around a single text (Hugging Face's
+// post-processor with add_special_tokens=True): "[CLS] $A [SEP]" has prefix {"[CLS]"} and suffix
+// {"[SEP]"}; "<s> $A" has no suffix.
+struct SingleTemplate {
+  std::vector<std::string> prefix;
+  std::vector<std::string> suffix;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
   // Tokens of one line of text (UTF-8, no line break), without any special token a template
-  // would add: BOS is the sequence builder's job (headscan.json), never added twice.
+  // would add: the sequence builder frames every window with BOS and the template's suffix.
   virtual std::vector<Token> encode(std::string_view text) const = 0;
 
   // One past the largest id the tokenizer can produce.
@@ -45,6 +53,9 @@ class Tokenizer {
   // of a post-processor, a SentencePiece model's BOS), which encode() never adds. choose_bos()
   // decides whether the sequence builder uses them.
   virtual std::vector<std::string> template_prefix() const { return {}; }
+  // The special tokens the template puts after a text (BERT's [SEP], RoBERTa's </s>), which
+  // encode() never adds; the sequence builder appends them to every window (template_suffix_ids).
+  virtual std::vector<std::string> template_suffix() const { return {}; }
 };
 
 // Builds a tokenizer from the text of a Hugging Face tokenizer.json. `origin` names the file in
@@ -70,5 +81,11 @@ struct BosChoice {
 // (set bos_token in headscan.json then). `metadata_origin` names headscan.json in messages.
 std::optional<BosChoice> choose_bos(const Tokenizer& tokenizer, const std::string& metadata_bos_token,
                                     const std::string& metadata_origin);
+
+// The ids of template_suffix(), which the sequence builder appends to every window. The suffix is
+// the tokenizer's, whatever gives BOS: headscan.json's bos_token replaces the template's prefix
+// only, since a model is trained with its tokenizer's whole template. Throws InputError when a
+// suffix token is not in the vocabulary.
+std::vector<std::int64_t> template_suffix_ids(const Tokenizer& tokenizer);
 
 }  // namespace headscan

@@ -1,10 +1,12 @@
 // Reads Hugging Face tokenizer.json files into a HfTokenizer. Each stage has its own reader
-// (normalizer_from_json, pre_tokenizer_from_json, one per model, template_prefix_from_json); this
+// (normalizer_from_json, pre_tokenizer_from_json, one per model, single_template_from_json); this
 // file holds the model switch.
 
 #include "analyzer/tokenizers/tokenizer_json.h"
 
 #include <algorithm>
+#include <optional>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -135,6 +137,32 @@ void check_id_density(std::int64_t largest_id, std::size_t tokens, const std::st
   }
 }
 
+namespace {
+
+// Added tokens take the ids the tokenizers library gives them when it loads the file, whatever
+// their "id" says (the library only logs a warning; tokenizer/serialization.rs and
+// AddedVocabulary::add_tokens): the model's id for a piece in its vocabulary, the id given to the
+// same content before, else the next id after the vocabulary and the added tokens before it, in
+// file order. Files the library writes hold exactly these ids; a hand-edited file that does not
+// would otherwise feed the model ids that transformers never gives it.
+void assign_added_token_ids(std::vector<AddedToken>& tokens, const TokenizerModel& model) {
+  std::unordered_map<std::string, std::int64_t> assigned;
+  std::int64_t next = model.vocab_size();
+  for (AddedToken& token : tokens) {
+    if (const auto known = assigned.find(token.content); known != assigned.end()) {
+      token.id = known->second;
+    } else if (const std::optional<std::int64_t> id = model.token_to_id(token.content)) {
+      token.id = *id;
+    } else {
+      token.id = next;
+    }
+    assigned.emplace(token.content, token.id);
+    next = std::max(next, token.id + 1);
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view json_text, const std::string& origin) {
   check_json_depth(json_text, origin);
   nlohmann::json spec;
@@ -160,12 +188,13 @@ std::unique_ptr<Tokenizer> tokenizer_from_hf_json(std::string_view json_text, co
       check_id_density(added_tokens[i].id, static_cast<std::size_t>(tokens), origin,
                        "added_tokens[" + std::to_string(i) + "].id");
     }
-    std::vector<std::string> template_prefix = template_prefix_from_json(field(spec, "post_processor"), origin);
+    assign_added_token_ids(added_tokens, *model);
+    SingleTemplate single_template = single_template_from_json(field(spec, "post_processor"), origin);
     const bool byte_level = is_byte_level(normalizer, "normalizers") || is_byte_level(pre_tokenizer, "pretokenizers");
     return std::make_unique<HfTokenizer>(
         std::move(added_tokens), normalizer_from_json(normalizer ? *normalizer : null_spec, origin),
         pre_tokenizer_from_json(pre_tokenizer ? *pre_tokenizer : null_spec, origin), std::move(model),
-        std::move(template_prefix), byte_level);
+        std::move(single_template), byte_level);
   } catch (const nlohmann::json::exception& e) {  // a field of an unexpected JSON type we did not check
     throw InputError(origin + ": expected a Hugging Face tokenizer.json, found " + e.what() + "; " + kWhatToDo);
   }

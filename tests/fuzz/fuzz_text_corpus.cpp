@@ -29,8 +29,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const headscan::Tokenizer& tokenizer = word_tokenizer();
   headscan::SequenceShape shape;
-  shape.max_length = 2 + data[0] % 16;
+  shape.max_length = 3 + data[0] % 16;
   if (data[0] & 0x80) shape.bos_id = 4;
+  if (data[0] & 0x40) shape.suffix_ids = {5};  // a template's [SEP]
   const headscan::fuzz::MemoryFile file(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
   try {
     headscan::TextCorpusReader reader(file.path());
@@ -45,7 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const headscan::Sequence& window : windows) {
         HEADSCAN_FUZZ_CHECK(window.ids.size() <= static_cast<std::size_t>(shape.max_length));
         HEADSCAN_FUZZ_CHECK(window.ids.size() == window.special.size());
-        for (std::size_t i = shape.bos_id ? 1 : 0; i < window.ids.size(); ++i) {
+        HEADSCAN_FUZZ_CHECK(window.suffix_length == shape.suffix_ids.size());
+        HEADSCAN_FUZZ_CHECK(shape.suffix_ids.empty() || (window.ids.back() == 5 && window.special.back() == 1));
+        for (std::size_t i = shape.bos_id ? 1 : 0; i + window.suffix_length < window.ids.size(); ++i) {
           HEADSCAN_FUZZ_CHECK(next < tokens.size() && window.ids[i] == tokens[next].id);
           ++next;
         }

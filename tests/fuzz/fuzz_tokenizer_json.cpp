@@ -18,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::int64_t vocab_size = tokenizer->vocab_size();
   HEADSCAN_FUZZ_CHECK(vocab_size >= 0);
   for (const std::string& piece : tokenizer->template_prefix()) (void)tokenizer->token_to_id(piece);
+  for (const std::string& piece : tokenizer->template_suffix()) (void)tokenizer->token_to_id(piece);
   if (parts.size() < 2) return 0;
   for (std::string_view line : headscan::fuzz::lines_of(parts[1])) {
     try {

@@ -77,8 +77,13 @@ void WhitespaceSplitPreTokenizer::split(const NormalizedString& text, std::vecto
   if (bytes.size() > word_begin) words.push_back(text.slice(word_begin, bytes.size()));
 }
 
-// The pattern of Hugging Face's Whitespace pre-tokenizer (pre_tokenizers/whitespace.rs).
-WhitespacePreTokenizer::WhitespacePreTokenizer() : word_or_punctuation_(R"(\w+|[^\w\s]+)") {}
+// The pattern of Hugging Face's Whitespace pre-tokenizer (pre_tokenizers/whitespace.rs),
+// \w+|[^\w\s]+, with \w and \s as Rust's regex crate defines them (UTS #18): \w is Alphabetic,
+// marks, decimal digits, connector punctuation and the joiners (so "नमस्ते", "Ⅻz" and U+200D are
+// words), \s is White_Space. PCRE2's own \w leaves out marks and the joiners before 10.43.
+WhitespacePreTokenizer::WhitespacePreTokenizer()
+    : word_or_punctuation_(
+          R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]+|[^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}\p{White_Space}]+)") {}
 
 void WhitespacePreTokenizer::split(const NormalizedString& text, std::vector<NormalizedString>& words) const {
   for (const ByteSpan& match : word_or_punctuation_.find_all(text.text())) {

@@ -1,22 +1,29 @@
 #pragma once
-// What headscan takes from the "post_processor" of a tokenizer.json. Post-processors add special
-// tokens around an encoded text ([CLS] … [SEP], <s> …); headscan never runs them: the sequence
-// builder prepends one BOS (DESIGN.md, "Sequences"). It only needs to know which special tokens
-// the template puts before the text, so that BOS can follow the tokenizer when headscan.json
-// names none (see choose_bos in tokenizer.h).
+// What headscan takes from the "post_processor" of a tokenizer.json: the special tokens its
+// template puts around a single text ([CLS] … [SEP], <s> … </s>, <s> …). HfTokenizer::encode()
+// never adds them; the sequence builder frames every window with them (DESIGN.md, "Sequences"):
+// one BOS (headscan.json's, else the template's prefix; see choose_bos in tokenizer.h) and the
+// template's suffix.
 
 #include <string>
-#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analyzer/tokenizers/tokenizer.h"
+
 namespace headscan {
 
-// The special tokens the post-processor puts before a single text, in order: TemplateProcessing's
-// leading SpecialTokens of "single", BertProcessing's and RobertaProcessing's cls, none for
-// ByteLevel or null; a Sequence combines its processors (the last one's tokens come first).
+// The special tokens the post-processor puts around a single text, in order, as Hugging Face's
+// tokenizers applies them with add_special_tokens=True:
+//   TemplateProcessing: the SpecialTokens of "single" before its {"Sequence": …} (prefix) and
+//     after it (suffix), each expanded to the "tokens" of its "special_tokens" entry;
+//   BertProcessing, RobertaProcessing: cls before, sep after;
+//   ByteLevel, null: none;
+//   Sequence: its processors applied in order, each around the result of the ones before (the
+//     last one's prefix comes first and its suffix last); after a TemplateProcessing none may add
+//     tokens (the library cannot run that either).
 // Throws InputError, naming `origin`, on an unsupported type or a malformed template.
-std::vector<std::string> template_prefix_from_json(const nlohmann::json* spec, const std::string& origin,
-                                                   const std::string& where = "post_processor");
+SingleTemplate single_template_from_json(const nlohmann::json* spec, const std::string& origin,
+                                         const std::string& where = "post_processor");
 
 }  // namespace headscan
