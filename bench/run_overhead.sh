@@ -22,7 +22,7 @@
 #   --layers L, --heads H, --d-model D
 #                       another GPT-2 shape (default 12, 12, 768: GPT-2 small)
 #   --bare cpp|python   the bare side: headscan_bench_forward (C++, default) or bench/bare_forward.py
-#                       (torch.jit.load in Debian's Python under no_grad: what a Python user pays)
+#                       (torch.jit.load in the venv's Python under no_grad: what a Python user pays)
 #   --headscan-args "…" extra options for headscan (e.g. "--no-html --no-plots --parser none")
 #
 # Each run is its own process, measured by GNU time (/usr/bin/time, Debian package `time`): wall

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <torch/version.h>
 
+#include "analyzer/model/model.h"
 #include "tests/fixtures.h"
 
 namespace fs = std::filesystem;
@@ -381,14 +383,19 @@ TEST_CASE("cli: --help lists every option and --version prints the version", "[c
     const CommandResult result = run_headscan({"--help"});
     CHECK(result.exit_code == 0);
     for (const char* option : {"--output", "--force", "--tokenizer", "--threads", "--batch-size", "--max-length",
-                               "--max-sequences", "--seed", "--threshold", "--parser", "--quiet", "--version"}) {
+                               "--max-sequences", "--seed", "--threshold", "--parser", "--quiet", "--version", "--dtype"}) {
       CHECK_THAT(result.out, Contains(option));
     }
   }
   SECTION("--version") {
     const CommandResult result = run_headscan({"--version"});
     CHECK(result.exit_code == 0);
-    CHECK(result.out == "headscan 0.1.0\n");
+    // The LibTorch it runs on: a CUDA build of LibTorch, linked and loaded, also without a GPU.
+    CHECK(result.out == std::string("headscan 0.1.0 (") + headscan::libtorch_description() + ")\n");
+    CHECK_THAT(result.out, Contains(std::string("LibTorch ") + TORCH_VERSION));
+#if HEADSCAN_TORCH_CUDA
+    CHECK_THAT(result.out, Contains(", CUDA "));  // torch_cuda was not dropped by the linker
+#endif
   }
 }
 

@@ -3,6 +3,7 @@
 // loads; half-precision archives and --dtype run in their dtype; operators LibTorch lacks are
 // named.
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,14 @@ nlohmann::json analyse(const std::string& model, const TempDir& dir, const std::
   return read_json(dir / report / "heads.json");
 }
 
+// Scores that count argmaxes: a rounding can flip a near-tie, so on graded attention they are not
+// continuous in the weights.
+const std::set<std::string> kArgmaxScores = {"argmax_rate", "rare_word"};
+
 // Every number under `a` (scores, or a head's ablation entries) is within `tolerance` of `b`'s at
-// the same place, and both hold the same keys.
-void check_close(const nlohmann::json& a, const nlohmann::json& b, double tolerance, const std::string& where) {
+// the same place, but for the names in `skip`, and both hold the same keys.
+void check_close(const nlohmann::json& a, const nlohmann::json& b, double tolerance, const std::string& where,
+                 const std::set<std::string>& skip = {}) {
   INFO(where);
   if (a.is_number()) {
     REQUIRE(b.is_number());
@@ -54,20 +60,21 @@ void check_close(const nlohmann::json& a, const nlohmann::json& b, double tolera
     CHECK(a.size() == b.size());
     for (const auto& [key, value] : a.items()) {
       REQUIRE(b.contains(key));
-      check_close(value, b[key], tolerance, where + "." + key);
+      if (skip.count(key) == 0) check_close(value, b[key], tolerance, where + "." + key, skip);
     }
     return;
   }
   CHECK(a == b);
 }
 
-void check_same_heads(const nlohmann::json& a, const nlohmann::json& b, double tolerance) {
+void check_same_heads(const nlohmann::json& a, const nlohmann::json& b, double tolerance,
+                      const std::set<std::string>& skip = {}) {
   REQUIRE(a["heads"].size() == b["heads"].size());
   REQUIRE(a["heads"].size() == 8);
   for (std::size_t k = 0; k < a["heads"].size(); ++k) {
     const auto& head = a["heads"][k];
     const std::string where = "L" + head["layer"].dump() + "H" + head["head"].dump();
-    check_close(head["scores"], b["heads"][k]["scores"], tolerance, where);
+    check_close(head["scores"], b["heads"][k]["scores"], tolerance, where, skip);
     CHECK(head["labels"] == b["heads"][k]["labels"]);
     CHECK(head["primary"] == b["heads"][k]["primary"]);
   }
@@ -98,7 +105,7 @@ TEST_CASE("SDPA exports give every score of the same weights with eager attentio
   }
 }
 
-TEST_CASE("--ablation scales SDPA heads like softmax heads", "[modern][sdpa][ablation][e2e]") {
+TEST_CASE("SDPA heads are scaled by --ablation like softmax heads", "[modern][sdpa][ablation][e2e]") {
   TempDir dir;
   const auto eager = analyse("llama_eager.pt", dir, "eager", "", /*ablation=*/true);
   const auto sdpa = analyse("llama_sdpa.pt", dir, "sdpa", "", /*ablation=*/true);
@@ -120,11 +127,11 @@ TEST_CASE("half-precision archives and --dtype run in their dtype", "[modern][dt
     CHECK(fp16["model"]["dtype"] == "float16");
     check_same_heads(reference, fp16, 1e-2);
   }
-  SECTION("a traced bfloat16 archive with graded attention") {
+  SECTION("a traced bfloat16 archive with graded attention: every score but argmax counts") {
     const auto float32 = analyse("llama_eager.pt", dir, "llama-float32");
     const auto bf16 = analyse("llama_bf16.pt", dir, "llama-bf16");
     CHECK(bf16["model"]["dtype"] == "bfloat16");
-    check_same_heads(float32, bf16, 1e-2);
+    check_same_heads(float32, bf16, 1e-2, kArgmaxScores);
   }
   SECTION("--dtype casts the parameters at load") {
     const auto cast = analyse("gpt2.pt", dir, "cast", "bfloat16");
@@ -145,7 +152,7 @@ TEST_CASE("an operator this LibTorch lacks is named, with what to do", "[modern]
     CHECK_THAT(result.err, Catch::Contains("future_op.pt") && Catch::Contains("aten::_headscan_future_op") &&
                                Catch::Contains(std::string("LibTorch ") + TORCH_VERSION) &&
                                Catch::Contains("will not help") && Catch::Contains("newer"));
-    CHECK_THAT(result.err, !Catch::Contains("export it again with"));
+    CHECK_THAT(result.err, !Catch::Contains("export the model again"));
   }
   SECTION("a fused attention operator of an extension library") {
     const auto result = run_headscan({fixture("flash_attn_op.pt"), corpus, "-o", (dir / "out").string(), "-q"});

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <torch/library.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/script.h>
 
 #include "analyzer/errors.h"
@@ -162,11 +163,47 @@ bool is_fused_attention(const torch::jit::Node* node) {
   return false;
 }
 
+std::optional<std::int64_t> constant_int(torch::jit::Value* value) {
+  const std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  if (!constant || !constant->isInt()) return std::nullopt;
+  return constant->toInt();
+}
+
+// Attention with a sink (gpt-oss; Xiao et al. 2023's learned sink): the softmax runs over the
+// T keys and one sink logit appended last, and the model keeps probs[..., :-1], whose rows sum
+// to less than 1. That slice is the attention: the node that takes it when the softmax's output
+// has exactly this one use, aten::slice(probs, dim, 0, -1, 1) over the softmax's dimension (a
+// trace writes the last dimension as 3, a script as -1; the observer checks at run time that it
+// is the last); null otherwise.
+torch::jit::Node* sink_slice(torch::jit::Node* softmax) {
+  static const auto slice = c10::Symbol::fromQualString("aten::slice");
+  torch::jit::Value* probs = softmax->output();
+  if (probs->uses().size() != 1) return nullptr;
+  torch::jit::Node* user = probs->uses().front().user;
+  if (user->kind() != slice || user->inputs().size() != 5 || user->input(0) != probs) return nullptr;
+  const auto softmax_dim = constant_int(softmax->input(1));
+  const auto dim = constant_int(user->input(1));
+  const auto start = constant_int(user->input(2));
+  const auto end = constant_int(user->input(3));
+  const auto step = constant_int(user->input(4));
+  if (!softmax_dim || !dim || (*dim != *softmax_dim && *dim != -1 && *softmax_dim != -1)) return nullptr;
+  if (!start || *start != 0 || !end || *end != -1 || !step || *step != 1) return nullptr;
+  return user;
+}
+
+// The observer goes after the softmax, or after its sink slice; it sees the attention over the T
+// keys either way.
 void insert_softmax_observer(torch::jit::Graph& graph, torch::jit::Node* softmax) {
   static const auto observe = c10::Symbol::fromQualString("headscan::observe_softmax");
-  torch::jit::Value* probs = softmax->output();
-  torch::jit::Node* observer = graph.create(observe, {probs, softmax->input(1)}, 1);
-  observer->insertAfter(softmax);
+  torch::jit::Node* producer = softmax;
+  torch::jit::Value* dim = softmax->input(1);
+  if (torch::jit::Node* slice = sink_slice(softmax)) {
+    producer = slice;
+    dim = slice->input(1);
+  }
+  torch::jit::Value* probs = producer->output();
+  torch::jit::Node* observer = graph.create(observe, {probs, dim}, 1);
+  observer->insertAfter(producer);
   observer->output()->setType(probs->type());
   probs->replaceAllUsesAfterNodeWith(observer, observer->output());
 }
@@ -201,7 +238,7 @@ InstrumentationSummary instrument_graph(torch::jit::Graph& graph) {
         node->input(1)->type()->kind() == c10::TypeKind::IntType) {
       insert_softmax_observer(graph, node);
       ++summary.softmax_nodes;
-    } else if (is_fused_attention(node)) {
+    } else if (is_fused_attention(node) || kind == sdpa) {  // an SDPA overload it cannot rewrite stops the run too
       torch::jit::WithInsertPoint point(node);
       torch::jit::Value* name = graph.insertConstant(std::string(kind.toQualString()));
       insert_guard_before(graph, node, 0, graph.create(fused_guard, {node->input(0), name}, 1));
