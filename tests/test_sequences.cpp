@@ -43,7 +43,7 @@ Sequence sequence_of_length(std::size_t length, std::size_t line) {
 TEST_CASE("documents are cut into windows with BOS prepended", "[sequences]") {
   DigitTokenizer tokenizer;
   SECTION("a long document gives consecutive windows of max_length - 1 tokens after BOS") {
-    const auto sequences = make_sequences(tokens({1, 2, 3, 4, 5, 6, 7}), tokenizer, SequenceShape{50, 4}, 9);
+    const auto sequences = make_sequences(tokens({1, 2, 3, 4, 5, 6, 7}), tokenizer, SequenceShape{50, 4, {}}, 9);
     REQUIRE(sequences.size() == 3);
     CHECK((sequences[0].ids == std::vector<std::int64_t>{50, 1, 2, 3}));
     CHECK((sequences[1].ids == std::vector<std::int64_t>{50, 4, 5, 6}));
@@ -53,14 +53,14 @@ TEST_CASE("documents are cut into windows with BOS prepended", "[sequences]") {
     CHECK((sequences[0].special == std::vector<std::uint8_t>{1, 0, 0, 0}));
   }
   SECTION("without BOS the windows hold max_length tokens") {
-    const auto sequences = make_sequences(tokens({1, 100, 3, 4, 5}), tokenizer, SequenceShape{std::nullopt, 4}, 1);
+    const auto sequences = make_sequences(tokens({1, 100, 3, 4, 5}), tokenizer, SequenceShape{std::nullopt, 4, {}}, 1);
     REQUIRE(sequences.size() == 2);
     CHECK((sequences[0].ids == std::vector<std::int64_t>{1, 100, 3, 4}));
     CHECK((sequences[0].special == std::vector<std::uint8_t>{0, 1, 0, 0}));
     CHECK((sequences[1].ids == std::vector<std::int64_t>{5}));
   }
   SECTION("a document without tokens gives no sequence") {
-    CHECK(make_sequences({}, tokenizer, SequenceShape{50, 4}, 1).empty());
+    CHECK(make_sequences({}, tokenizer, SequenceShape{50, 4, {}}, 1).empty());
     CHECK(make_sequences({}, tokenizer, SequenceShape{50, 4, {51}}, 1).empty());
   }
 }
@@ -90,8 +90,8 @@ TEST_CASE("every window ends with the template's suffix", "[sequences]") {
     CHECK((sequences[1].ids == std::vector<std::int64_t>{3, 51, 52}));
   }
   SECTION("no suffix: the windows of before") {
-    CHECK(SequenceShape{50, 4}.room() == 3);
-    CHECK(make_sequences(tokens({1}), tokenizer, SequenceShape{50, 4}, 1).front().suffix_length == 0);
+    CHECK(SequenceShape{50, 4, {}}.room() == 3);
+    CHECK(make_sequences(tokens({1}), tokenizer, SequenceShape{50, 4, {}}, 1).front().suffix_length == 0);
   }
 }
 
