@@ -133,6 +133,13 @@ TEST_CASE("half-precision archives and --dtype run in their dtype", "[modern][dt
     CHECK(bf16["model"]["dtype"] == "bfloat16");
     check_same_heads(float32, bf16, 1e-2, kArgmaxScores);
   }
+  SECTION("--ablation on a bfloat16 model: losses summed in float32") {
+    const auto float32 = analyse("llama_eager.pt", dir, "llama-float32-ablation", "", /*ablation=*/true);
+    const auto bf16 = analyse("llama_bf16.pt", dir, "llama-bf16-ablation", "", /*ablation=*/true);
+    const double loss = float32["ablation"]["loss"].get<double>();
+    CHECK(std::abs(bf16["ablation"]["loss"].get<double>() - loss) < 0.02 * loss);
+    for (const auto& head : bf16["heads"]) CHECK(std::isfinite(head["scores"]["importance"].get<double>()));
+  }
   SECTION("--dtype casts the parameters at load") {
     const auto cast = analyse("gpt2.pt", dir, "cast", "bfloat16");
     CHECK(cast["model"]["dtype"] == "bfloat16");

@@ -17,7 +17,8 @@ constexpr const char* kExport =
     "export the model again with torch.jit.trace or torch.jit.script and torch.jit.save";
 
 // Bytes per element of the storage classes a TorchScript pickle names (torch.FloatStorage, …),
-// one per c10::ScalarType that LibTorch 1.13 unpickles.
+// one per c10::ScalarType that LibTorch unpickles (those of 1.13, and the unsigned, float8 and bits
+// types of torch 2.x).
 std::optional<std::int64_t> storage_itemsize(const std::string& global) {
   static const std::map<std::string, std::int64_t> kSizes = {
       {"torch.ByteStorage", 1},        {"torch.CharStorage", 1},         {"torch.ShortStorage", 2},
@@ -25,7 +26,11 @@ std::optional<std::int64_t> storage_itemsize(const std::string& global) {
       {"torch.FloatStorage", 4},       {"torch.DoubleStorage", 8},       {"torch.ComplexHalfStorage", 4},
       {"torch.ComplexFloatStorage", 8}, {"torch.ComplexDoubleStorage", 16}, {"torch.BoolStorage", 1},
       {"torch.QInt8Storage", 1},       {"torch.QUInt8Storage", 1},       {"torch.QInt32Storage", 4},
-      {"torch.BFloat16Storage", 2},    {"torch.QUInt4x2Storage", 1},     {"torch.QUInt2x4Storage", 1}};
+      {"torch.BFloat16Storage", 2},    {"torch.QUInt4x2Storage", 1},     {"torch.QUInt2x4Storage", 1},
+      {"torch.UInt16Storage", 2},      {"torch.UInt32Storage", 4},       {"torch.UInt64Storage", 8},
+      {"torch.Float8_e5m2Storage", 1}, {"torch.Float8_e4m3fnStorage", 1}, {"torch.Float8_e5m2fnuzStorage", 1},
+      {"torch.Float8_e4m3fnuzStorage", 1}, {"torch.Float8_e8m0fnuStorage", 1}, {"torch.Bits8Storage", 1},
+      {"torch.Bits16Storage", 2}};
   const auto found = kSizes.find(global);
   if (found == kSizes.end()) return std::nullopt;
   return found->second;

@@ -46,9 +46,13 @@ at::Tensor row_losses(const at::Tensor& logits, const at::Tensor& targets) {
   const at::Tensor predicting = targets.ge(0);
   const at::Tensor counts = predicting.sum(1).to(torch::kDouble);
   if (!logits.requires_grad()) {
+    // Half-precision logits (a bfloat16 or float16 model) are summed in float32, a copy; float32
+    // ones are read in place.
+    const bool half = logits.scalar_type() == torch::kBFloat16 || logits.scalar_type() == torch::kHalf;
+    const at::Tensor wide = half ? logits.to(torch::kFloat) : logits;
     const at::Tensor wanted = targets.clamp_min(0).unsqueeze(2);
-    const at::Tensor cross_entropy = logits.logsumexp(2).to(torch::kDouble) -
-                                     logits.gather(2, wanted).squeeze(2).to(torch::kDouble);
+    const at::Tensor cross_entropy = wide.logsumexp(2).to(torch::kDouble) -
+                                     wide.gather(2, wanted).squeeze(2).to(torch::kDouble);
     return torch::where(predicting, cross_entropy, torch::zeros_like(cross_entropy)).sum(1) / counts;
   }
   const at::Tensor flat_targets = targets.reshape({rows * length});

@@ -18,7 +18,9 @@ directory, as a user's download looks. Then, as a user would:
      previous_token, first_token and entropy of DESIGN.md computed from it, pooled over all
      queries of all sequences (query_sets() says which queries count);
   6. every head's three scores in heads.json within 1e-5 of the reference, and the same
-     number of layers and heads.
+     number of layers and heads;
+  7. for the architectures of SDPA_TWINS, the model traced with transformers' default attention
+     (SDPA) gives every score of the eager export within 1e-5, with the same labels.
 
 The weights are drawn with a large initializer_range so that attention is far from uniform, which
 makes a wrong mask, position or query set visible in the scores. gpt-oss's attention has a sink
@@ -303,6 +305,63 @@ def reference_scores(model_dir, records, specials, causal):
     return reference, layers, out.attentions[0].shape[1]
 
 
+# Architectures also traced with transformers' default attention, SDPA (one
+# aten::scaled_dot_product_attention per layer: is_causal or a mask, grouped-query heads), whose
+# heads.json must equal the eager export's within 1e-5: headscan rewrites SDPA into its eager form.
+SDPA_TWINS = {"llama", "qwen2", "mixtral", "bert", "deepseek_v3"}
+
+
+def sdpa_archive(model_dir, eager_archive, target):
+    """The model traced with attn_implementation="sdpa" (forward(input_ids, attention_mask) -> logits,
+    as export_hf.py writes it), saved with the eager archive's extra files."""
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(model_dir)
+    model = getattr(transformers, config.architectures[0]).from_pretrained(
+        model_dir, attn_implementation="sdpa", dtype=torch.float32).eval()
+
+    class Logits(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+
+    ids = torch.randint(5, 50, (2, 12))
+    mask = torch.ones_like(ids)
+    mask[1, 9:] = 0  # padding, so that the mask's path is in the graph
+    with torch.no_grad():
+        traced = torch.jit.trace(Logits(model), (ids, mask), check_trace=False)
+    found = len(traced.inlined_graph.findAllNodes("aten::scaled_dot_product_attention"))
+    assert found == config.num_hidden_layers, f"the SDPA trace has {found} scaled_dot_product_attention nodes"
+    extra = {name: archive_file(eager_archive, name) for name in ("tokenizer.json", "headscan.json")}
+    torch.jit.save(traced, target, _extra_files=extra)
+
+
+def check_sdpa_twin(arch, headscan, corpus, work, eager_heads):
+    model_dir, archive, report = paths(arch, work)
+    twin = archive.replace(".pt", "_sdpa.pt")
+    with TRANSFORMERS_LOCK:
+        sdpa_archive(model_dir, archive, twin)
+    shutil.rmtree(report + "_sdpa", ignore_errors=True)
+    run([headscan, twin, corpus, "-o", report + "_sdpa", "--parser", "none", "--no-html", "--no-plots", "-q",
+         "--threads", "1"], "headscan on the SDPA export")
+    with open(os.path.join(report + "_sdpa", "heads.json"), encoding="utf-8") as f:
+        sdpa_heads = json.load(f)
+    problems = []
+    for eager, sdpa in zip(eager_heads["heads"], sdpa_heads["heads"]):
+        for score, value in eager["scores"].items():
+            other = sdpa["scores"].get(score)
+            if isinstance(value, (int, float)) and (other is None or abs(other - value) > TOLERANCE):
+                problems.append(f"L{eager['layer']}H{eager['head']} {score}: eager {value}, SDPA {other}")
+        if eager["labels"] != sdpa["labels"]:
+            problems.append(f"L{eager['layer']}H{eager['head']} labels: eager {eager['labels']}, SDPA {sdpa['labels']}")
+    assert sdpa_heads["model"]["capture"] == "graph", "the SDPA export's attention was not captured from the graph"
+    if problems:
+        raise AssertionError("the SDPA export differs from the eager one:\n  " + "\n  ".join(problems[:12]))
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -407,6 +466,8 @@ def check(arch, headscan, corpus, work):
         raise AssertionError(f"{len(problems)} scores differ by more than {TOLERANCE}:\n  " + "\n  ".join(problems[:12]))
     spread = [head["scores"]["entropy"] for head in heads["heads"]]
     assert min(spread) < 0.9, f"attention is nearly uniform in every head (entropy {min(spread):.3f}): a weak test"
+    if arch["name"] in SDPA_TWINS:
+        check_sdpa_twin(arch, headscan, corpus, work, heads)
     return worst
 
 
