@@ -9,7 +9,10 @@ build="$root/build-sanitize"
 torch_prefix=$("$root/.venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADSCAN_SANITIZE=ON \
   -DCMAKE_PREFIX_PATH="$torch_prefix" -DHEADSCAN_PYTHON="$root/.venv/bin/python" >/dev/null
-cmake --build "$build" -j "$(nproc)"
+# Only what `ctest -L unit` runs: the two test executables (and headscan, which they depend on)
+# and the fuzz targets' replays; the benchmarks and report fixtures are not built.
+replays=$(ninja -C "$build" -t targets all | sed -n 's/^\(replay_[a-z_]*\): .*/\1/p' | sort -u)
+cmake --build "$build" -j "$(nproc)" --target headscan_tests headscan_text_tests $replays
 # detect_container_overflow: std::vector annotations differ between instrumented code and the
 # uninstrumented LibTorch. Leaks are reported, but for the caches of Debian libraries listed in
 # tests/sanitizers/lsan.supp.
