@@ -54,8 +54,8 @@ requirements=(-r "$root/scripts/requirements.txt")
 if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}" \
        -c "$root/scripts/constraints.txt"; then
   echo "headscan: pip could not install ${requirements[*]} into $venv; it needs PyPI (or a mirror set in" \
-       "PIP_INDEX_URL). To build against a LibTorch you already have, see README, \"Building against your" \
-       "own LibTorch\"" >&2
+       "PIP_INDEX_URL). To build against a LibTorch you already have, see README, \"LibTorch: versions and your" \
+       "own\"" >&2
   exit 1
 fi
 

@@ -183,7 +183,7 @@ std::string unknown_operator_message(const std::string& path, const std::string&
   return fmt::format("{}: the model calls the operator {}, which LibTorch {} (the one this headscan is built "
                      "with) does not have: the archive was written by a newer PyTorch. Exporting it again "
                      "will not help; build headscan against a LibTorch that has {} (the version of the torch "
-                     "that exported it, or newer: README, \"Building against your own LibTorch\")",
+                     "that exported it, or newer: README, \"LibTorch: versions and your own\")",
                      path, op, TORCH_VERSION, op);
 }
 
@@ -222,7 +222,7 @@ torch::jit::Module load_module(const std::string& path, torch::jit::ExtraFilesMa
     if (is_newer_format(what)) {
       throw InputError(fmt::format("{}: the archive was written by a newer PyTorch than LibTorch {}, the one this "
                                    "headscan is built with ({}); exporting it again will not help: build headscan "
-                                   "against a newer LibTorch (README, \"Building against your own LibTorch\")",
+                                   "against a newer LibTorch (README, \"LibTorch: versions and your own\")",
                                    path, TORCH_VERSION, printable(what.substr(0, what.find('\n')))));
     }
     throw InputError(fmt::format("{}: expected a TorchScript archive written by torch.jit.save, but "
