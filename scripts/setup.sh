@@ -6,7 +6,7 @@
 #     .venv inside the checkout (git ignores it); with HEADSCAN_WITH_TESTS=1 also the tests'
 #     references (scripts/requirements-test.txt). Every package is pinned by scripts/constraints.txt.
 # Environment: HEADSCAN_WITH_TESTS=1 (test dependencies too), HEADSCAN_SETUP_NO_BUILD=1 (install
-# only), HEADSCAN_PYTHON (the Python that creates .venv; default python3).
+# only), HEADSCAN_VENV_PYTHON (the Python that creates .venv; default python3).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,7 +44,7 @@ install_packages headscan "${packages[@]}"
 # The virtual environment with PyPI's torch (the default Linux wheel is built for CUDA 13.0: its
 # CMake config looks for the CUDA toolkit; the binary runs on machines without a GPU).
 venv="$root/.venv"
-python=${HEADSCAN_PYTHON:-python3}
+python=${HEADSCAN_VENV_PYTHON:-python3}
 if [[ ! -x "$venv/bin/python" ]]; then
   echo "headscan: creating $venv" >&2
   "$python" -m venv "$venv"
