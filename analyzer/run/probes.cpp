@@ -60,17 +60,12 @@ ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std
     }
     Sequence sequence;
     sequence.line_number = static_cast<std::size_t>(k);
-    if (shape.bos_id) {
-      sequence.ids.push_back(*shape.bos_id);
-      sequence.special.push_back(1);
-    }
+    shape.open(sequence);
     for (int r = 0; r < probes.repeats; ++r) {
       sequence.ids.insert(sequence.ids.end(), repeat.begin(), repeat.end());
       sequence.special.insert(sequence.special.end(), repeat.size(), 0);
     }
-    sequence.ids.insert(sequence.ids.end(), shape.suffix_ids.begin(), shape.suffix_ids.end());
-    sequence.special.insert(sequence.special.end(), shape.suffix_ids.size(), 1);
-    sequence.suffix_length = shape.suffix_ids.size();
+    shape.close(sequence);
     probes.sequences.push_back(std::move(sequence));
     probes.repeat_lengths.push_back(static_cast<int>(length));
   }

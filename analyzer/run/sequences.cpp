@@ -6,10 +6,23 @@
 
 namespace headscan {
 
+std::size_t SequenceShape::framing() const { return (bos_id ? 1 : 0) + suffix_ids.size(); }
+
 std::size_t SequenceShape::room() const {
-  const std::size_t framing = (bos_id ? 1 : 0) + suffix_ids.size();
   const auto length = static_cast<std::size_t>(std::max<std::int64_t>(max_length, 0));
-  return length > framing ? length - framing : 1;
+  return length > framing() ? length - framing() : 1;
+}
+
+void SequenceShape::open(Sequence& sequence) const {
+  if (!bos_id) return;
+  sequence.ids.push_back(*bos_id);
+  sequence.special.push_back(1);
+}
+
+void SequenceShape::close(Sequence& sequence) const {
+  sequence.ids.insert(sequence.ids.end(), suffix_ids.begin(), suffix_ids.end());
+  sequence.special.insert(sequence.special.end(), suffix_ids.size(), 1);
+  sequence.suffix_length = suffix_ids.size();
 }
 
 std::vector<Sequence> make_sequences(const std::vector<Token>& tokens, const Tokenizer& tokenizer,
@@ -21,18 +34,13 @@ std::vector<Sequence> make_sequences(const std::vector<Token>& tokens, const Tok
     Sequence sequence;
     sequence.line_number = line_number;
     sequence.window = sequences.size();
-    sequence.ids.reserve(stop - start + 1 + shape.suffix_ids.size());
-    if (shape.bos_id) {
-      sequence.ids.push_back(*shape.bos_id);
-      sequence.special.push_back(1);
-    }
+    sequence.ids.reserve(stop - start + shape.framing());
+    shape.open(sequence);
     for (std::size_t i = start; i < stop; ++i) {
       sequence.ids.push_back(tokens[i].id);
       sequence.special.push_back(tokenizer.is_special(tokens[i].id) ? 1 : 0);
     }
-    sequence.ids.insert(sequence.ids.end(), shape.suffix_ids.begin(), shape.suffix_ids.end());
-    sequence.special.insert(sequence.special.end(), shape.suffix_ids.size(), 1);
-    sequence.suffix_length = shape.suffix_ids.size();
+    shape.close(sequence);
     sequences.push_back(std::move(sequence));
   }
   return sequences;

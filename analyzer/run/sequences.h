@@ -34,9 +34,15 @@ struct SequenceShape {
   std::int64_t max_length = 512;         // tokens per sequence, BOS and suffix included
   std::vector<std::int64_t> suffix_ids;  // appended to every window: the template's suffix
 
-  // Tokens of text per window: max_length less BOS and the suffix (at least 1: resolve_text_setup
-  // checks it).
+  // Tokens of every window that are not text: BOS and the suffix.
+  std::size_t framing() const;
+  // Tokens of text per window: max_length less the framing (at least 1: resolve_text_setup checks
+  // it).
   std::size_t room() const;
+  // A window's framing: BOS (special) before the text, and after it the suffix (special, counted
+  // in suffix_length). `sequence` holds no ids before open() and only its text before close().
+  void open(Sequence& sequence) const;
+  void close(Sequence& sequence) const;
 };
 
 // Cuts one document's tokens into consecutive windows of at most shape.room() tokens, each framed

@@ -43,7 +43,7 @@ TextSetup resolve_text_setup(const TextSources& sources) {
   setup.shape.max_length = sources.max_length > 0 ? sources.max_length
                            : metadata.max_length  ? *metadata.max_length
                                                   : kDefaultMaxLength;
-  const std::size_t framing = (setup.bos ? 1 : 0) + setup.shape.suffix_ids.size();
+  const std::size_t framing = setup.shape.framing();
   if (setup.shape.max_length <= static_cast<std::int64_t>(framing)) {
     std::string suffix;
     for (const std::string& token : setup.tokenizer->template_suffix()) suffix += " " + token;
