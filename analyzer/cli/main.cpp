@@ -1,5 +1,6 @@
 // The headscan command line: parses options into AnalysisOptions and calls the library.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -283,7 +284,10 @@ int main(int argc, char** argv) {
 
   CLI::App app{"headscan: label the attention heads of a TorchScript transformer by what they do"};
   app.set_version_flag("--version", std::function<std::string()>([] {
-    return fmt::format("headscan {} ({})", HEADSCAN_VERSION, headscan::libtorch_description());
+    // OMP_WAIT_POLICY as LibTorch's OpenMP threads read it (PASSIVE unless the user gave one: wait_policy.cpp).
+    const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+    return fmt::format("headscan {} ({}; OMP_WAIT_POLICY={})", HEADSCAN_VERSION, headscan::libtorch_description(),
+                       wait_policy == nullptr ? "unset" : wait_policy);
   }));
   app.footer("Subcommands: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
              "the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
