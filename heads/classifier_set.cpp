@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/errors.h"
+#include "analyzer/json_limits.h"
 #include "heads/registry.h"
 
 namespace headscan {
@@ -45,6 +46,18 @@ nlohmann::json ClassifierSet::save() const {
 }
 
 void ClassifierSet::merge(const nlohmann::json& saved) {
+  if (!saved.is_object()) {
+    throw InputError(fmt::format("saved statistics are {}, not an object of statistics by classifier", quote_json(saved)));
+  }
+  for (const auto& item : saved.items()) {
+    const bool known = std::any_of(classifiers_.begin(), classifiers_.end(),
+                                   [&](const auto& classifier) { return classifier->name() == item.key(); });
+    if (!known) {
+      throw InputError(fmt::format("saved statistics hold {}, which no classifier of headscan {} saves: they come from "
+                                   "another headscan version",
+                                   quote_json(item.key()), HEADSCAN_VERSION));
+    }
+  }
   for (auto& classifier : classifiers_) {
     const auto found = saved.find(classifier->name());
     if (found == saved.end()) {

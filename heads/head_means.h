@@ -3,36 +3,19 @@
 // (layer, head) and query counts per layer. Sums and counts, so they merge across shards.
 // QueryMean is the same for a quantity that does not depend on the head.
 //
-// Each batch's sum (in double) is added to an ExactSum: fixed point with 40 fractional bits in
-// 128 bits, whose additions are exact. So the total does not depend on the order in which batches
-// or merged shards are added, and shards merge to the single run's sums bit for bit.
+// Each batch's sum (in double) is added to an ExactSum (heads/exact_sum.h), so shards merge to the
+// single run's sums bit for bit. Saved statistics are read by heads/saved_statistics.h.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "heads/classifier.h"
+#include "heads/exact_sum.h"
 
 namespace headscan {
-
-class ExactSum {
- public:
-  void add(double value);
-  // Added as unsigned: wraps instead of overflowing on sums no real run reaches (damaged input).
-  void add(const ExactSum& other) {
-    units_ = static_cast<Units>(static_cast<Unsigned>(units_) + static_cast<Unsigned>(other.units_));
-  }
-  double value() const;
-  // Saved as two integers, the high and low 64 bits.
-  nlohmann::json save() const;
-  static ExactSum load(const nlohmann::json& saved);
-
- private:
-  __extension__ using Units = __int128;
-  __extension__ using Unsigned = unsigned __int128;
-  Units units_ = 0;  // the sum in units of 2^-40
-};
 
 class HeadMeans {
  public:
@@ -46,8 +29,9 @@ class HeadMeans {
   std::int64_t count(int layer) const { return counts_.at(layer); }
 
   nlohmann::json save() const;
-  // Adds saved statistics of the same shape; throws InputError on a shape mismatch.
-  void merge(const nlohmann::json& saved);
+  // Adds saved statistics of the same shape (load_head_means); throws InputError naming the field
+  // under `path`, the JSON path of `saved`, when they are not.
+  void merge(const nlohmann::json& saved, const std::string& path);
 
  private:
   ModelShape shape_;
@@ -65,7 +49,8 @@ class QueryMean {
   double mean() const;
 
   nlohmann::json save() const;
-  void merge(const nlohmann::json& saved);
+  // Adds a saved mean (load_query_mean); throws InputError naming the field under `path`.
+  void merge(const nlohmann::json& saved, const std::string& path);
 
  private:
   ExactSum sum_;

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "heads/saved_statistics.h"
+
 namespace headscan {
 
 MeanScoreClassifier::MeanScoreClassifier(HeadType type, LabelRule rule, BatchSource source)
@@ -16,7 +18,7 @@ void MeanScoreClassifier::begin(const ModelShape& shape) {
 
 nlohmann::json MeanScoreClassifier::save() const { return means_.save(); }
 
-void MeanScoreClassifier::merge(const nlohmann::json& saved) { means_.merge(saved); }
+void MeanScoreClassifier::merge(const nlohmann::json& saved) { means_.merge(saved, saved_statistics_path(name())); }
 
 void MeanScoreClassifier::finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const {
   const std::string& name = type_.name();

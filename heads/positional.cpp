@@ -11,6 +11,7 @@
 #include "heads/head_means.h"
 #include "heads/registry.h"
 #include "heads/row_summary.h"
+#include "heads/saved_statistics.h"
 
 namespace headscan {
 namespace {
@@ -60,10 +61,12 @@ class PositionalClassifier : public HeadClassifier {
   }
 
   void merge(const nlohmann::json& saved) override {
+    const std::string path = saved_statistics_path(name());
     for (size_t k = 0; k < kOffsets.size(); ++k) {
-      const nlohmann::json& offset = saved.at(std::to_string(kOffsets[k]));
-      weights_[k].merge(offset.at("weight"));
-      argmax_hits_[k].merge(offset.at("argmax"));
+      const std::string key = std::to_string(kOffsets[k]);
+      const nlohmann::json& offset = saved_field(saved, key.c_str(), path);
+      weights_[k].merge(saved_field(offset, "weight", path + "." + key), path + "." + key + ".weight");
+      argmax_hits_[k].merge(saved_field(offset, "argmax", path + "." + key), path + "." + key + ".argmax");
     }
   }
 

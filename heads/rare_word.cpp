@@ -13,6 +13,7 @@
 #include "heads/mean_score.h"
 #include "heads/registry.h"
 #include "heads/row_summary.h"
+#include "heads/saved_statistics.h"
 
 namespace headscan {
 namespace {
@@ -61,8 +62,9 @@ class RareWordClassifier : public MeanScoreClassifier {
     return {{"means", MeanScoreClassifier::save()}, {"baseline", baseline_.save()}};
   }
   void merge(const nlohmann::json& saved) override {
-    MeanScoreClassifier::merge(saved.at("means"));
-    baseline_.merge(saved.at("baseline"));
+    const std::string path = saved_statistics_path(name());
+    means_.merge(saved_field(saved, "means", path), path + ".means");
+    baseline_.merge(saved_field(saved, "baseline", path), path + ".baseline");
   }
 
   void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const override {

@@ -2,10 +2,9 @@
 
 #include <cstdlib>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/errors.h"
+#include "heads/saved_statistics.h"
 
 namespace headscan {
 
@@ -87,25 +86,15 @@ nlohmann::json RelationAccuracy::save() const {
   return saved;
 }
 
-void RelationAccuracy::merge(const nlohmann::json& saved) {
-  if (saved.at("layers").get<int>() != layers_ || saved.at("heads").get<int>() != heads_) {
-    throw InputError(fmt::format("cannot merge syntactic statistics of a model with {} layers and {} heads into one "
-                                 "with {} layers and {} heads; merge shards of the same model only",
-                                 saved.at("layers").get<int>(), saved.at("heads").get<int>(), layers_, heads_));
-  }
-  for (const auto& [relation, directions] : saved.at("relations").items()) {
+void RelationAccuracy::merge(const nlohmann::json& saved, const std::string& path) {
+  for (const auto& [relation, directions] : load_relations(saved, layers_, heads_, path)) {
     for (const ArcDirection direction : {ArcDirection::d2h, ArcDirection::h2d}) {
-      if (!directions.contains(direction_name(direction))) continue;
-      const nlohmann::json& source = directions.at(direction_name(direction));
+      const std::optional<SavedDirection>& source = directions[static_cast<std::size_t>(direction)];
+      if (!source) continue;
       DirectionCounts& entry = counts(relation, direction);
-      entry.support += source.at("support").get<std::int64_t>();
-      for (const auto& pair : source.at("offsets")) entry.offsets[pair.at(0).get<int>()] += pair.at(1).get<std::int64_t>();
-      const auto correct = source.at("correct").get<std::vector<std::int64_t>>();
-      if (correct.size() != entry.correct.size()) {
-        throw InputError(fmt::format("syntactic statistics for {} hold {} heads, expected {}", relation,
-                                     correct.size(), entry.correct.size()));
-      }
-      for (std::size_t i = 0; i < correct.size(); ++i) entry.correct[i] += correct[i];
+      entry.support += source->support;
+      for (const auto& [offset, count] : source->offsets) entry.offsets[offset] += count;
+      for (std::size_t i = 0; i < source->correct.size(); ++i) entry.correct[i] += source->correct[i];
     }
   }
 }

@@ -43,7 +43,10 @@ class RelationAccuracy {
   bool empty() const { return relations_.empty(); }
 
   nlohmann::json save() const;
-  void merge(const nlohmann::json& saved);
+  // Adds saved counts of the same shape (load_relations, heads/saved_statistics.h); throws
+  // InputError naming the field under `path`, the JSON path of `saved` (the syntactic classifier's
+  // in ClassifierSet::save() by default).
+  void merge(const nlohmann::json& saved, const std::string& path = "statistics.syntactic");
 
  private:
   struct DirectionCounts {

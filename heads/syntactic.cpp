@@ -11,6 +11,7 @@
 
 #include "heads/registry.h"
 #include "heads/relation_accuracy.h"
+#include "heads/saved_statistics.h"
 #include "analyzer/corpus/sequence_words.h"
 
 namespace headscan {
@@ -88,7 +89,7 @@ class SyntacticClassifier : public HeadClassifier {
   }
 
   nlohmann::json save() const override { return statistics_.save(); }
-  void merge(const nlohmann::json& saved) override { statistics_.merge(saved); }
+  void merge(const nlohmann::json& saved) override { statistics_.merge(saved, saved_statistics_path(name())); }
 
   void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const override {
     const double margin = thresholds.at("syntactic");

@@ -276,7 +276,7 @@ TEST_CASE("merge refuses shards that do not make one run", "[shards][e2e]") {
              Contains("shard state version 99"));
   CHECK_THAT(refused({edited(0, [](auto& state) { state["statistics"]["entropy"]["sums"][0] = {1, 2}; }), shards[1],
                       shards[2]}),
-             Contains("statistics are damaged"));
+             Contains("statistics.entropy.sums[0] holds 2 heads"));
   CHECK_THAT(refused({edited(0, [](auto& state) { state["shard"]["index"] = 7; }), shards[1], shards[2]}),
              Contains("shard.index is not below shard.count"));
   CHECK_THAT(refused({edited(0, [](auto& state) { state.erase("counts"); }), shards[1], shards[2]}),

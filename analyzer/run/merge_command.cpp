@@ -24,17 +24,18 @@ namespace {
 namespace fs = std::filesystem;
 
 static_assert(ExampleSequence::kMaxExampleTokens == kMaxSavedExampleTokens);
+static_assert(ExampleSequence::kMaxExamples == kMaxSavedExamples);
 
 // The shards' thresholds with the merge's --threshold overrides.
 Thresholds merged_thresholds(const ShardState& first, const std::map<std::string, double>& overrides) {
   Thresholds thresholds;
-  for (const auto& [name, value] : first.agree.at("thresholds").items()) {
-    if (!value.is_number()) {
-      throw InputError(fmt::format("{}: the shard's threshold {} is not a number: the state is damaged; run the shard "
-                                   "again",
-                                   first.directory, name));
-    }
-    thresholds[name] = value.get<double>();
+  for (const auto& [name, value] : first.agree.at("thresholds").items()) thresholds[name] = value.get<double>();
+  try {
+    resolve_thresholds(thresholds);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}/{}: agree.thresholds holds a name that is not a threshold of headscan {} ({}); "
+                                 "the state is damaged: run the shard again",
+                                 first.directory, kShardStateFile, HEADSCAN_VERSION, e.what()));
   }
   for (const auto& [name, value] : overrides) thresholds[name] = value;
   return resolve_thresholds(thresholds);

@@ -1,7 +1,10 @@
 #include "analyzer/run/shard_state.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 
@@ -13,10 +16,42 @@
 namespace headscan {
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 constexpr std::uint64_t kMaxLayersOrHeads = 1 << 16;
 constexpr std::size_t kMaxStateBytes = std::size_t{1} << 30;
+// At most 2^42 each, so that a million shards add up without overflow.
+constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 42;
+// Windows longer than this are no model's (the bounds of statistics need max_length to fit).
+constexpr std::uint64_t kMaxWindow = std::uint64_t{1} << 31;
+constexpr std::uint64_t kMaxProbes = 1 << 20;
+// A run's time and its phases', in seconds: finite, and added up over a million shards still finite.
+constexpr double kMaxSeconds = 1e9;
 
-// Reads fields of one state file, throwing InputError that names the file and the field.
+constexpr std::initializer_list<const char*> kStateKeys = {
+    "format",   "version",  "headscan_version", "shard",          "agree",          "shape",   "counts", "statistics",
+    "document", "warnings", "examples",         "probe_examples", "example_floats", "seconds", "phases"};
+// What every shard of one run shares (analyzer/run/shard_run.cpp, agreement()).
+constexpr std::initializer_list<const char*> kAgreeKeys = {
+    "headscan_version", "model",      "tokenizer",  "corpus",   "max_length", "dtype", "seed",
+    "batch_size",       "parser",     "text_field", "thresholds", "ablation", "idf",   "shape"};
+constexpr std::initializer_list<const char*> kCountKeys = {
+    "lines",  "documents", "sequences", "tokens", "lines_with_invalid_utf8", "invalid_utf8_replacements",
+    "sentences", "parsed_sentences"};
+// The phases of a shard's run: "load", "shape", then its passes (analyzer/run/passes.cpp).
+constexpr std::initializer_list<const char*> kPhases = {
+    "load", "shape", "idf", "corpus", "probes", "ablation_set", "importance", "ablation", "pruning", "circuits"};
+constexpr std::initializer_list<const char*> kSlices = {"whole", "bytes", "documents"};
+
+// A JSON path below `parent` ("" is the state itself).
+std::string below(const std::string& parent, const std::string& key) { return parent.empty() ? key : parent + "." + key; }
+std::string indexed(const std::string& parent, std::size_t index) { return fmt::format("{}[{}]", parent, index); }
+
+// A value of a state for a message (quote_json takes nlohmann::json, states are ordered_json).
+std::string quoted(const Json& value) { return quote_json(nlohmann::json::parse(value.dump()), 120); }
+
+// Reads fields of one state file, throwing InputError that names the file, the field and the rule.
+// Paths are JSON paths from the state's root ("counts.tokens"); "" is the root.
 class Fields {
  public:
   explicit Fields(const std::string& where) : where_(where) {}
@@ -27,88 +62,129 @@ class Fields {
                                  where_, what));
   }
 
-  const nlohmann::ordered_json& get(const nlohmann::ordered_json& object, const char* key, const char* path) const {
-    if (!object.is_object()) fail(fmt::format("{} is not an object", path));
+  const Json& get(const Json& object, const char* key, const std::string& path) const {
+    const std::string name = path.empty() ? "state" : path;
+    if (!object.is_object()) fail(fmt::format("{} is not an object", name));
     const auto found = object.find(key);
-    if (found == object.end()) fail(fmt::format("{} has no \"{}\"", path, key));
+    if (found == object.end()) fail(fmt::format("{} has no \"{}\"", name, key));
     return *found;
   }
-  const nlohmann::ordered_json& object(const nlohmann::ordered_json& parent, const char* key, const char* path) const {
+  const Json& object(const Json& parent, const char* key, const std::string& path) const {
     const auto& value = get(parent, key, path);
-    if (!value.is_object()) fail(fmt::format("{}.{} is not an object", path, key));
+    if (!value.is_object()) fail(fmt::format("{} is not an object", below(path, key)));
     return value;
   }
-  const nlohmann::ordered_json& array(const nlohmann::ordered_json& parent, const char* key, const char* path) const {
+  const Json& array(const Json& parent, const char* key, const std::string& path) const {
     const auto& value = get(parent, key, path);
-    if (!value.is_array()) fail(fmt::format("{}.{} is not an array", path, key));
+    if (!value.is_array()) fail(fmt::format("{} is not an array", below(path, key)));
     return value;
   }
-  std::string string(const nlohmann::ordered_json& parent, const char* key, const char* path) const {
+  std::string string(const Json& parent, const char* key, const std::string& path) const {
     const auto& value = get(parent, key, path);
-    if (!value.is_string()) fail(fmt::format("{}.{} is not a string", path, key));
+    if (!value.is_string()) fail(fmt::format("{} is not a string", below(path, key)));
     return value.get<std::string>();
   }
-  std::uint64_t count(const nlohmann::ordered_json& parent, const char* key, const char* path,
+  // A JSON whole number: 2.0 is refused like 1.5, where the writer writes integers.
+  std::uint64_t count(const Json& parent, const char* key, const std::string& path,
                       std::uint64_t maximum = INT64_MAX) const {
     const auto& value = get(parent, key, path);
     if (!value.is_number_unsigned() || value.get<std::uint64_t>() > maximum) {
-      fail(fmt::format("{}.{} is not a whole number from 0 to {}", path, key, maximum));
+      fail(fmt::format("{} is {}: expected a whole number (written without a point) from 0 to {}", below(path, key),
+                       quoted(value), maximum));
     }
     return value.get<std::uint64_t>();
   }
-  double number(const nlohmann::ordered_json& parent, const char* key, const char* path) const {
-    const auto& value = get(parent, key, path);
-    if (!value.is_number()) fail(fmt::format("{}.{} is not a number", path, key));
+  // Seconds: finite, from 0 to kMaxSeconds.
+  double seconds(const Json& value, const std::string& path) const {
+    if (!value.is_number() || !(value.get<double>() >= 0 && value.get<double>() <= kMaxSeconds)) {
+      fail(fmt::format("{} is {}: expected seconds from 0 to {:g}", path, quoted(value), kMaxSeconds));
+    }
     return value.get<double>();
   }
-  bool boolean(const nlohmann::ordered_json& parent, const char* key, const char* path) const {
+  bool boolean(const Json& parent, const char* key, const std::string& path) const {
     const auto& value = get(parent, key, path);
-    if (!value.is_boolean()) fail(fmt::format("{}.{} is not true or false", path, key));
+    if (!value.is_boolean()) fail(fmt::format("{} is not true or false", below(path, key)));
     return value.get<bool>();
+  }
+  // `object` holds no name but `keys`.
+  void known(const Json& object, std::initializer_list<const char*> keys, const std::string& path) const {
+    for (const auto& item : object.items()) {
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* key) { return item.key() == key; })) {
+        fail(fmt::format("{} holds {}, a name headscan {} does not know there (it knows {})",
+                         path.empty() ? "state" : path, quote_json(nlohmann::json(item.key())), HEADSCAN_VERSION,
+                         fmt::join(keys, ", ")));
+      }
+    }
+  }
+  // The headscan version, wherever a state writes it, is this headscan's: statistics are read as
+  // this version defines them.
+  void version(const Json& parent, const std::string& path) const {
+    const auto& value = get(parent, "headscan_version", path);
+    if (value != HEADSCAN_VERSION) {
+      throw InputError(fmt::format("{}: {} is {}, but this is headscan {}, which merges only the shards it writes "
+                                   "(what each statistic means may differ between versions); merge with the headscan "
+                                   "that ran the shards, or run them again with this one",
+                                   where_, below(path, "headscan_version"), quoted(value), HEADSCAN_VERSION));
+    }
   }
 
  private:
   const std::string& where_;
 };
 
-std::vector<SavedExample> parse_examples(const Fields& fields, const nlohmann::ordered_json& list, const char* path,
-                                         std::uint64_t layers, std::uint64_t heads, std::uint64_t floats) {
+// `lists` (examples, then probe_examples) lie end to end in examples.bin as the shard wrote them:
+// each at the offset where the one before ends, the last ending at the end of the file.
+std::vector<SavedExample> parse_examples(const Fields& fields, const Json& list, const std::string& path,
+                                         std::uint64_t layers, std::uint64_t heads, std::uint64_t floats,
+                                         std::uint64_t& next_offset) {
+  if (list.size() > kMaxSavedExamples) {
+    fields.fail(fmt::format("{} holds {} examples, more than the {} a run keeps", path, list.size(), kMaxSavedExamples));
+  }
   std::vector<SavedExample> examples;
-  for (const auto& item : list) {
+  for (std::size_t index = 0; index < list.size(); ++index) {
+    const Json& item = list[index];
+    const std::string item_path = indexed(path, index);
     SavedExample example;
-    const auto& key = fields.get(item, "key", path);
+    const auto& key = fields.get(item, "key", item_path);
+    fields.known(item, {"key", "source", "tokens", "special", "offset"}, item_path);
     if (!key.is_array() || key.size() != 2 || !key[0].is_number_unsigned() || !key[1].is_number_unsigned()) {
-      fields.fail(fmt::format("{}[].key is not two whole numbers", path));
+      fields.fail(fmt::format("{}.key is not two whole numbers", item_path));
     }
     example.key = {key[0].get<std::uint64_t>(), key[1].get<std::uint64_t>()};
-    example.source = fields.string(item, "source", path);
-    const auto& tokens = fields.array(item, "tokens", path);
-    const auto& special = fields.array(item, "special", path);
+    example.source = fields.string(item, "source", item_path);
+    const auto& tokens = fields.array(item, "tokens", item_path);
+    const auto& special = fields.array(item, "special", item_path);
     if (tokens.empty() || tokens.size() > kMaxSavedExampleTokens || special.size() != tokens.size()) {
-      fields.fail(fmt::format("{}[] has {} tokens and {} special flags (1 to {} of each expected)", path,
+      fields.fail(fmt::format("{} has {} tokens and {} special flags (1 to {} of each expected)", item_path,
                               tokens.size(), special.size(), kMaxSavedExampleTokens));
     }
     for (std::size_t i = 0; i < tokens.size(); ++i) {
-      if (!tokens[i].is_string() || !special[i].is_boolean()) fields.fail(fmt::format("{}[] has a malformed token", path));
+      if (!tokens[i].is_string() || !special[i].is_boolean()) fields.fail(fmt::format("{} has a malformed token", item_path));
       example.tokens.push_back(tokens[i].get<std::string>());
       example.special.push_back(special[i].get<bool>());
     }
-    example.offset = fields.count(item, "offset", path);
+    example.offset = fields.count(item, "offset", item_path);
     const std::uint64_t size = layers * heads * tokens.size() * tokens.size();
-    if (example.offset > floats || floats - example.offset < size) {
-      fields.fail(fmt::format("{}[] lies outside examples.bin ({} floats)", path, floats));
+    if (example.offset != next_offset) {
+      fields.fail(fmt::format("{}.offset is {}, expected {}: a shard writes its examples into examples.bin one after "
+                              "another (examples, then probe_examples), each where the one before ends, so that no two "
+                              "overlap",
+                              item_path, example.offset, next_offset));
     }
+    if (example.offset > floats || floats - example.offset < size) {
+      fields.fail(fmt::format("{} ({} floats from {}) lies outside examples.bin ({} floats)", item_path, size,
+                              example.offset, floats));
+    }
+    next_offset += size;
     examples.push_back(std::move(example));
   }
   return examples;
 }
 
-ShardCounts parse_counts(const Fields& fields, const nlohmann::ordered_json& counts) {
-  const char* path = "counts";
-  // At most 2^42 each, so that a million shards add up without overflow.
-  auto count = [&](const char* key) {
-    return static_cast<std::int64_t>(fields.count(counts, key, path, std::uint64_t{1} << 42));
-  };
+ShardCounts parse_counts(const Fields& fields, const Json& counts, std::int64_t max_length) {
+  const std::string path = "counts";
+  fields.known(counts, kCountKeys, path);
+  auto count = [&](const char* key) { return static_cast<std::int64_t>(fields.count(counts, key, path, kMaxCount)); };
   ShardCounts parsed;
   parsed.lines = count("lines");
   parsed.documents = count("documents");
@@ -118,14 +194,41 @@ ShardCounts parse_counts(const Fields& fields, const nlohmann::ordered_json& cou
   parsed.invalid_utf8_replacements = count("invalid_utf8_replacements");
   parsed.sentences = count("sentences");
   parsed.parsed_sentences = count("parsed_sentences");
+  // tokens <= sequences * max_length, without overflow.
+  if (parsed.tokens < parsed.sequences || (parsed.tokens + max_length - 1) / max_length > parsed.sequences) {
+    fields.fail(fmt::format("counts.tokens is {} for {} sequences (counts.sequences): a sequence has 1 to {} tokens "
+                            "(agree.max_length)",
+                            parsed.tokens, parsed.sequences, max_length));
+  }
+  if (parsed.parsed_sentences > parsed.sentences) {
+    fields.fail(fmt::format("counts.parsed_sentences is {}, more than the {} sentences (counts.sentences)",
+                            parsed.parsed_sentences, parsed.sentences));
+  }
+  if (parsed.lines_with_invalid_utf8 > parsed.lines) {
+    fields.fail(fmt::format("counts.lines_with_invalid_utf8 is {}, more than the {} lines (counts.lines)",
+                            parsed.lines_with_invalid_utf8, parsed.lines));
+  }
   return parsed;
 }
 
-// A value of a state for a message (quote_json takes nlohmann::json, states are ordered_json).
-std::string quoted(const nlohmann::ordered_json& value) { return quote_json(nlohmann::json::parse(value.dump()), 120); }
+// The settings every shard of the run shares: known names, this version, a window's length,
+// thresholds that are numbers, the shape the state's.
+void check_agree(const Fields& fields, const Json& agree, const Json& shape) {
+  fields.known(agree, kAgreeKeys, "agree");
+  fields.version(agree, "agree");
+  for (const auto& [name, value] : fields.object(agree, "thresholds", "agree").items()) {
+    if (!value.is_number()) {
+      fields.fail(fmt::format("agree.thresholds.{} is {}, not a number", name, quoted(value)));
+    }
+  }
+  if (fields.get(agree, "shape", "agree") != shape) {
+    fields.fail(fmt::format("agree.shape is {} but shape is {}: they are the model's shape, written twice",
+                            quoted(agree.at("shape")), quoted(shape)));
+  }
+}
 
 // The first key where two "agree" sections differ, with both values, quoted.
-std::string first_difference(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b) {
+std::string first_difference(const Json& a, const Json& b) {
   for (const auto& [key, value] : a.items()) {
     if (!b.contains(key)) return fmt::format("{}: {} against nothing", key, quoted(value));
     if (b.at(key) != value) return fmt::format("{}: {} against {}", key, quoted(value), quoted(b.at(key)));
@@ -134,6 +237,43 @@ std::string first_difference(const nlohmann::ordered_json& a, const nlohmann::or
     if (!a.contains(key)) return fmt::format("{}: nothing against {}", key, quoted(value));
   }
   return {};
+}
+
+// examples.bin's floats are attention weights: finite, from 0 to 1. Reads it in blocks.
+void check_example_floats(const ShardState& state, const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> block(std::size_t{1} << 16);
+  std::uint64_t position = 0;
+  while (position < state.example_floats) {
+    const std::uint64_t wanted = std::min<std::uint64_t>(block.size(), state.example_floats - position);
+    in.read(reinterpret_cast<char*>(block.data()), static_cast<std::streamsize>(wanted * sizeof(float)));
+    if (!in) throw std::runtime_error(fmt::format("{}: cannot be read", path.string()));
+    for (std::uint64_t i = 0; i < wanted; ++i) {
+      const float weight = block[i];
+      if (weight >= 0 && weight <= 1) continue;
+      const std::uint64_t at = position + i;
+      // The example it belongs to: the lists lie end to end (parse_examples).
+      std::string where = "no example";
+      for (const auto* list : {&state.examples, &state.probe_examples}) {
+        for (std::size_t index = 0; index < list->size(); ++index) {
+          const SavedExample& example = (*list)[index];
+          const std::uint64_t length = example.tokens.size();
+          const std::uint64_t offset = at - example.offset;
+          if (at < example.offset || offset >= static_cast<std::uint64_t>(state.layers) * state.heads * length * length) {
+            continue;
+          }
+          where = fmt::format("{}[{}], layer {}, head {}, query {}, key {}",
+                              list == &state.examples ? "examples" : "probe_examples", index,
+                              offset / (state.heads * length * length), offset / (length * length) % state.heads,
+                              offset / length % length, offset % length);
+        }
+      }
+      throw InputError(fmt::format("{}: float {} ({}) is {}: an attention weight is a probability from 0 to 1; the "
+                                   "shard's directory is damaged: run the shard again",
+                                   path.string(), at, where, weight));
+    }
+    position += wanted;
+  }
 }
 
 }  // namespace
@@ -168,10 +308,27 @@ nlohmann::ordered_json saved_example_json(const SavedExample& example) {
           {"offset", example.offset}};
 }
 
+StatisticLimits statistic_limits(const ShardState& state) {
+  StatisticLimits limits;
+  limits.layers = state.layers;
+  limits.heads = state.heads;
+  limits.causal = state.causal;
+  // A query is a token of a sequence; the queries i >= 1 are not the first token of their sequence.
+  limits.corpus_queries = {state.counts.tokens, "the shard's tokens (counts.tokens)"};
+  limits.later_corpus_queries = {state.counts.tokens - state.counts.sequences,
+                                 "the shard's tokens after the first of each sequence (counts.tokens - "
+                                 "counts.sequences)"};
+  limits.probe_queries = {state.probes * state.max_length,
+                          "the tokens the shard's probe sequences can hold (document.probes.count x agree.max_length)"};
+  limits.max_length = {state.max_length, "agree.max_length"};
+  limits.parsed_sentences = {state.counts.parsed_sentences, "counts.parsed_sentences"};
+  return limits;
+}
+
 ShardState parse_shard_state(const std::string& text, const std::string& where) {
   const Fields fields(where);
   check_json_depth(text, where);
-  const nlohmann::ordered_json root = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) fields.fail("it is not JSON: damaged or cut short");
   if (!root.is_object() || !root.contains("format") || root.at("format") != kShardStateFormat) {
     fields.fail(fmt::format("no \"format\": \"{}\"", kShardStateFormat));
@@ -182,42 +339,75 @@ ShardState parse_shard_state(const std::string& text, const std::string& where) 
                                  where, root.contains("version") ? quoted(root.at("version")) : "none",
                                  HEADSCAN_VERSION, kShardStateVersion));
   }
+  fields.version(root, "");
+  fields.known(root, kStateKeys, "");
   ShardState state;
-  const auto& shard = fields.object(root, "shard", "state");
+  const auto& shard = fields.object(root, "shard", "");
+  fields.known(shard, {"index", "count", "slice"}, "shard");
   state.count = fields.count(shard, "count", "shard", 1'000'000);
   state.index = fields.count(shard, "index", "shard", 1'000'000);
   if (state.count < 1 || state.index >= state.count) fields.fail("shard.index is not below shard.count");
   state.slice = fields.string(shard, "slice", "shard");
-  state.agree = fields.object(root, "agree", "state");
-  const auto& shape = fields.object(root, "shape", "state");
+  if (std::none_of(kSlices.begin(), kSlices.end(), [&](const char* slice) { return state.slice == slice; })) {
+    fields.fail(fmt::format("shard.slice is {}: expected {}", quoted(shard.at("slice")), fmt::join(kSlices, ", ")));
+  }
+  const auto& shape = fields.object(root, "shape", "");
+  fields.known(shape, {"layers", "heads", "causal"}, "shape");
   const std::uint64_t layers = fields.count(shape, "layers", "shape", kMaxLayersOrHeads);
   const std::uint64_t heads = fields.count(shape, "heads", "shape", kMaxLayersOrHeads);
   if (layers == 0 || heads == 0) fields.fail("shape has no layers or heads");
   state.layers = static_cast<int>(layers);
   state.heads = static_cast<int>(heads);
   state.causal = fields.boolean(shape, "causal", "shape");
-  state.counts = parse_counts(fields, fields.object(root, "counts", "state"));
-  state.statistics = nlohmann::json::parse(fields.object(root, "statistics", "state").dump());
-  state.document = fields.object(root, "document", "state");
+  state.agree = fields.object(root, "agree", "");
+  check_agree(fields, state.agree, shape);
+  state.max_length = static_cast<std::int64_t>(fields.count(state.agree, "max_length", "agree", kMaxWindow));
+  if (state.max_length < 2) fields.fail("agree.max_length is below 2: a window holds at least 2 tokens");
+  state.counts = parse_counts(fields, fields.object(root, "counts", ""), state.max_length);
+
+  state.document = fields.object(root, "document", "");
+  fields.version(state.document, "document");
   for (const char* section : {"model", "corpus", "probes", "thresholds"}) fields.object(state.document, section, "document");
   const auto& model = state.document.at("model");
   if (fields.count(model, "layers", "document.model") != layers || fields.count(model, "heads", "document.model") != heads) {
     fields.fail("document.model's layers and heads are not those of shape");
   }
+  state.probes = static_cast<std::int64_t>(fields.count(state.document.at("probes"), "count", "document.probes", kMaxProbes));
+  if (state.index != 0 && state.probes != 0) {
+    fields.fail(fmt::format("document.probes.count is {} in shard {}: the probes run in shard 0 only", state.probes,
+                            state.index));
+  }
   fields.array(state.document, "heads", "document");
-  for (const auto& warning : fields.array(root, "warnings", "state")) {
+
+  state.statistics = nlohmann::json::parse(fields.object(root, "statistics", "").dump());
+  try {
+    check_saved_statistics(state.statistics, statistic_limits(state));
+  } catch (const InputError& e) {
+    fields.fail(e.what());
+  }
+
+  for (const auto& warning : fields.array(root, "warnings", "")) {
     if (!warning.is_string()) fields.fail("warnings holds something other than text");
     state.warnings.push_back(warning.get<std::string>());
   }
-  state.example_floats = fields.count(root, "example_floats", "state", std::uint64_t{1} << 40);
-  state.examples = parse_examples(fields, fields.array(root, "examples", "state"), "examples", layers, heads,
-                                  state.example_floats);
-  state.probe_examples = parse_examples(fields, fields.array(root, "probe_examples", "state"), "probe_examples",
-                                        layers, heads, state.example_floats);
-  state.seconds = fields.number(root, "seconds", "state");
-  for (const auto& [name, seconds] : fields.object(root, "phases", "state").items()) {
-    if (!seconds.is_number()) fields.fail("phases holds something other than numbers");
-    state.phases.emplace_back(name, seconds.get<double>());
+  state.example_floats = fields.count(root, "example_floats", "", std::uint64_t{1} << 40);
+  std::uint64_t next_offset = 0;
+  state.examples = parse_examples(fields, fields.array(root, "examples", ""), "examples", layers, heads,
+                                  state.example_floats, next_offset);
+  state.probe_examples = parse_examples(fields, fields.array(root, "probe_examples", ""), "probe_examples", layers,
+                                        heads, state.example_floats, next_offset);
+  if (next_offset != state.example_floats) {
+    fields.fail(fmt::format("example_floats is {}, but the examples fill {} floats of examples.bin: a shard writes "
+                            "only its examples there",
+                            state.example_floats, next_offset));
+  }
+  state.seconds = fields.seconds(fields.get(root, "seconds", ""), "seconds");
+  for (const auto& [name, seconds] : fields.object(root, "phases", "").items()) {
+    if (std::none_of(kPhases.begin(), kPhases.end(), [&](const char* phase) { return name == phase; })) {
+      fields.fail(fmt::format("phases holds {}, a phase headscan {} does not know (it knows {})",
+                              quote_json(nlohmann::json(name)), HEADSCAN_VERSION, fmt::join(kPhases, ", ")));
+    }
+    state.phases.emplace_back(name, fields.seconds(seconds, below("phases", name)));
   }
   return state;
 }
@@ -256,6 +446,7 @@ ShardState read_shard_state(const std::string& directory) {
                                  "damaged: run the shard again",
                                  examples.string(), state.example_floats * sizeof(float), example_bytes));
   }
+  check_example_floats(state, examples);
   return state;
 }
 

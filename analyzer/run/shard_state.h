@@ -3,6 +3,12 @@
 // and examples.bin with the attention of its example sequences. Reading and checking them needs no
 // LibTorch, so the reader is fuzzed (tests/fuzz/fuzz_shard_state.cpp).
 //
+// A state is checked as a whole when it is read, before merge adds anything: every name is one
+// this reader knows, the headscan version is this one wherever it is written, counts are whole
+// numbers, every statistic's counts and means are within what the shard's counts allow
+// (heads/saved_statistics.h), times are finite, and examples.bin holds the examples end to end,
+// every weight from 0 to 1.
+//
 // state.json: {"format": "headscan-shard", "version": 1, "headscan_version",
 //   "shard": {"index", "count", "slice"},       the part of the corpus read (CorpusSlice)
 //   "agree": {...},                              what every shard of one run must share: model and
@@ -23,14 +29,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "heads/saved_statistics.h"
+
 namespace headscan {
 
 constexpr const char* kShardStateFormat = "headscan-shard";
 constexpr int kShardStateVersion = 1;
 constexpr const char* kShardStateFile = "state.json";
 constexpr const char* kShardExamplesFile = "examples.bin";
-// The longest example sequence a state holds (ExampleSequence::kMaxExampleTokens).
+// The longest example sequence a state holds (ExampleSequence::kMaxExampleTokens), and the most
+// examples of each list (ExampleSequence::kMaxExamples).
 constexpr std::size_t kMaxSavedExampleTokens = 64;
+constexpr std::size_t kMaxSavedExamples = 8;
 
 // Counts of a shard's slice of the corpus: they add up to the whole corpus's.
 struct ShardCounts {
@@ -65,6 +75,8 @@ struct ShardState {
   int layers = 0;
   int heads = 0;
   bool causal = true;
+  std::int64_t max_length = 0;  // agree.max_length: tokens of the longest window
+  std::int64_t probes = 0;      // document.probes.count: probe sequences (shard 0 runs them)
   ShardCounts counts;
   nlohmann::json statistics;
   nlohmann::ordered_json document;
@@ -79,11 +91,16 @@ struct ShardState {
 nlohmann::ordered_json counts_json(const ShardCounts& counts);
 nlohmann::ordered_json saved_example_json(const SavedExample& example);
 
-// Parses state.json's text; `where` names it in messages. Throws InputError naming what is wrong
-// when the text is not a shard state of this version, or a field is missing or of the wrong type.
+// What the shard could have counted, for its statistics: its tokens, sequences, window, probes.
+StatisticLimits statistic_limits(const ShardState& state);
+
+// Parses and checks state.json's text; `where` names it in messages. Throws InputError naming the
+// field (a JSON path: "statistics.confidence.counts[0]") and the rule it breaks when the text is
+// not a whole, consistent shard state of this headscan version.
 ShardState parse_shard_state(const std::string& text, const std::string& where);
 
-// Reads DIR/state.json and checks that DIR/examples.bin holds example_floats floats.
+// Reads DIR/state.json and checks that DIR/examples.bin holds example_floats floats, each a
+// finite attention weight from 0 to 1.
 ShardState read_shard_state(const std::string& directory);
 
 // Checks that the shards make one run: the same count, every index exactly once, equal "agree"
