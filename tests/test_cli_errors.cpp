@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -423,6 +425,40 @@ TEST_CASE("cli: LibTorch's OpenMP threads wait passively unless OMP_WAIT_POLICY 
     ::unsetenv("OMP_WAIT_POLICY");
   } else {
     ::setenv("OMP_WAIT_POLICY", saved.c_str(), 1);
+  }
+}
+
+TEST_CASE("cli: options that would be ignored, prompts that are binary and standard input are named", "[cli][errors][e2e]") {
+  TempDir work;
+  const std::string corpus = work.write("corpus.txt", word_corpus({6, 9, 4, 12}));
+  SECTION("--text-field on a corpus that is not JSON Lines") {
+    const CommandResult run = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--text-field", "body"});
+    CHECK_THAT(run.err, Contains("--text-field applies to JSON Lines corpora") && Contains(corpus));
+    const CommandResult idf = run_headscan(
+        {"idf", fixture("gpt2.pt"), corpus, "--text-field", "body", "-o", (work / "idf.txt").string()});
+    CHECK(idf.exit_code == 2);
+    CHECK_THAT(idf.err, Contains("--text-field applies to JSON Lines corpora"));
+    CHECK_FALSE(std::filesystem::exists(work / "idf.txt"));
+  }
+  SECTION("--examples with a NUL byte past the first 64 KiB") {
+    std::string prompts;
+    while (prompts.size() < 70000) prompts += "w3 w4 w5 w6 w7 w8 w9\n";
+    const auto line = std::count(prompts.begin(), prompts.end(), '\n') + 1;
+    prompts += std::string("w3 \0 w4\n", 8);
+    const std::string examples = work.write("prompts.txt", prompts);
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--examples", examples});
+    CHECK_THAT(result.err, Contains("--examples") && Contains("NUL byte") && Contains(":" + std::to_string(line) + ":"));
+  }
+  SECTION("a damaged corpus on standard input is named -") {
+    const std::string binary = work.write("binary.txt", std::string("w3\0w4\n", 6));
+    const std::string script = work.write("run.sh", "exec \"$1\" \"$2\" - -o \"$3\" -q < \"$4\"\n");
+    const int status = std::system(("sh " + script + " " HEADSCAN_BINARY " " + fixture("gpt2.pt") + " " +
+                                    (work / "out").string() + " " + binary + " 2> " + (work / "err").string())
+                                       .c_str());
+    CHECK(WEXITSTATUS(status) == 2);
+    const std::string err = headscan::testing::read_file(work / "err");
+    CHECK_THAT(err, Contains("- (standard input): expected a UTF-8 text corpus") && !Contains("headscan-stdin-"));
+    CHECK_FALSE(std::filesystem::exists(work / "out"));
   }
 }
 

@@ -201,6 +201,8 @@ TEST_CASE("compare refuses runs it cannot put side by side, and writes nothing",
   refused({first, second, "--steps", "1,x"}, "--steps 1,x: expected");
   refused({first, second, "--scores", "induction,nonsense"}, "no run has a number for \"nonsense\"");
   refused({first, second, "--scores", "induction,induction"}, "given twice");
+  refused({first, second, "--steps", ""}, "--steps is empty");
+  refused({first, second, "--scores", ""}, "--scores is empty");
   std::ofstream(dir / "damaged.json") << "{\"model\": {\"layers\": 2, \"heads\": 2}, \"heads\": [1, 2, 3, 4]}";
   refused({first, (dir / "damaged.json").string()}, "heads[0]: expected an object");
   std::ofstream(dir / "short.json") << "{\"model\": {\"layers\": 2, \"heads\": 2}, \"heads\": []}";

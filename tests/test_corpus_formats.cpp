@@ -11,6 +11,7 @@
 
 #include "tests/fixtures.h"
 
+using Catch::Matchers::Contains;
 using headscan::testing::fixture;
 using headscan::testing::compressed;
 using headscan::testing::read_file;
@@ -59,6 +60,48 @@ TEST_CASE("compressed corpora are read as the files they hold", "[corpus][compre
   const auto fake_run = run_headscan({fixture("rare_word.pt"), fake, "-o", (dir / "fake").string(), "-q"});
   CHECK(fake_run.exit_code == 2);
   CHECK(fake_run.err.find("its first bytes are those of gzip data, but it is not gzip") != std::string::npos);
+}
+
+// Damage is named with the line after which the stream broke; data after the end of a stream is
+// damage for gzip as for xz and zstd.
+TEST_CASE("damaged compressed corpora are refused naming the line after which they broke", "[corpus][compressed][e2e]") {
+  TempDir dir;
+  std::string text;
+  for (int line = 1; line <= 200000; ++line) text += "w3 w4 w" + std::to_string(5 + line % 50) + "\n";
+  struct Format {
+    const char* extension;
+    int filter;
+  };
+  for (const Format& format :
+       {Format{".gz", ARCHIVE_FILTER_GZIP}, Format{".zst", ARCHIVE_FILTER_ZSTD}, Format{".xz", ARCHIVE_FILTER_XZ}}) {
+    INFO(format.extension);
+    const std::string whole = compressed(text, format.filter);
+    auto refused = [&](const std::string& name, const std::string& data) {
+      const std::string path = dir.write(name + format.extension, data);
+      const std::string out = (dir / (name + format.extension + "-report")).string();
+      const auto result = run_headscan({fixture("rare_word.pt"), path, "-o", out, "-q", "--parser", "none"});
+      INFO(result.err);
+      CHECK(result.exit_code == 2);
+      CHECK_FALSE(std::filesystem::exists(out));
+      return result.err;
+    };
+    const std::string trailing = refused("trailing", whole + "garbage\n");
+    CHECK_THAT(trailing, Contains("damaged after line"));
+    if (format.filter == ARCHIVE_FILTER_GZIP) CHECK_THAT(trailing, Contains("after the end of the gzip stream"));
+    // Cut at two thirds: the lines before the cut were read, and the message says how many.
+    const std::string cut = refused("cut", whole.substr(0, whole.size() * 2 / 3));
+    const std::size_t at = cut.find("damaged after line ");
+    REQUIRE(at != std::string::npos);
+    const long line = std::stol(cut.substr(at + 19));
+    CHECK(line > 10000);
+    CHECK(line < 200000);
+  }
+  // Two gzip members one after the other are one stream (as gzip -d reads them), not damage.
+  const std::string twice = dir.write("twice.txt.gz", compressed(text, ARCHIVE_FILTER_GZIP) + compressed(text, ARCHIVE_FILTER_GZIP));
+  const auto result = run_headscan({"idf", fixture("rare_word.pt"), twice, "-o", (dir / "twice.idf").string(), "-q"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(read_file(dir / "twice.idf").rfind("headscan-idf 1\ndocuments 400000\n", 0) == 0);
 }
 
 TEST_CASE("a JSON Lines corpus is analysed as the same lines of plain text", "[corpus][jsonl][e2e]") {

@@ -1,11 +1,18 @@
 // `headscan idf`: the document frequencies a run counts, written once for --idf.
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "tests/fixtures.h"
 
+using Catch::Matchers::Contains;
 using headscan::testing::fixture;
 using headscan::testing::read_file;
 using headscan::testing::read_json;
@@ -69,12 +76,111 @@ TEST_CASE("headscan idf leaves what the user has", "[idf][e2e]") {
   CHECK(no_tokenizer.err.find("give MODEL.pt and CORPUS, or --tokenizer FILE and CORPUS") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "out.txt"));
 
-  const auto replaced =
+  // --force replaces an earlier document-frequency file only, never another of the user's files.
+  const auto forced =
       run_headscan({"idf", fixture("rare_word.pt"), fixture("rare_word_corpus.txt"), "-o", existing, "--force", "-q"});
+  CHECK(forced.exit_code == 2);
+  CHECK_THAT(forced.err, Contains("is not a document-frequency file written by headscan"));
+  CHECK(read_file(existing) == "precious\n");
+
+  const std::string earlier = dir.write("earlier.idf", "headscan-idf 1\ndocuments 1\n1 \"w3\"\n");
+  const auto replaced =
+      run_headscan({"idf", fixture("rare_word.pt"), fixture("rare_word_corpus.txt"), "-o", earlier, "--force", "-q"});
   CHECK(replaced.exit_code == 0);
-  CHECK(read_file(existing) != "precious\n");
-  // Nothing but the file is left beside it.
+  CHECK(read_file(earlier) != "headscan-idf 1\ndocuments 1\n1 \"w3\"\n");
+  CHECK(read_file(earlier).rfind("headscan-idf 1\ndocuments ", 0) == 0);
+  // Nothing but the files is left beside them.
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++entries;
-  CHECK(entries == 2);
+  CHECK(entries == 3);
+}
+
+// -o is written only as a regular file or a new path: never a device, FIFO or socket (also with
+// --force, also as root), never an unrelated file through a link, and a missing folder is bad
+// input (exit 2), not a failure.
+TEST_CASE("headscan idf writes only a regular file or a new path", "[idf][e2e]") {
+  TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", "w3 w4 w5\nw6 w7\n");
+  const std::string model = fixture("rare_word.pt");
+  auto idf = [&](const std::string& out, bool force) {
+    std::vector<std::string> args = {"idf", model, corpus, "-o", out, "-q"};
+    if (force) args.push_back("--force");
+    return run_headscan(args);
+  };
+  SECTION("a device node") {
+    for (bool force : {false, true}) {
+      const auto result = idf("/dev/null", force);
+      CHECK(result.exit_code == 2);
+      CHECK_THAT(result.err, Contains("/dev/null") && Contains("a character device") && Contains("regular file"));
+      struct stat status {};
+      REQUIRE(::stat("/dev/null", &status) == 0);
+      CHECK(S_ISCHR(status.st_mode));
+    }
+  }
+  SECTION("a FIFO") {
+    const std::string fifo = (dir / "fifo").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    for (bool force : {false, true}) {
+      const auto result = idf(fifo, force);
+      CHECK(result.exit_code == 2);
+      CHECK_THAT(result.err, Contains("a pipe (FIFO)"));
+      struct stat status {};
+      REQUIRE(::lstat(fifo.c_str(), &status) == 0);
+      CHECK(S_ISFIFO(status.st_mode));
+    }
+  }
+  SECTION("a link to an unrelated file: both stay as they are") {
+    const std::string unrelated = dir.write("notes.txt", "mine\n");
+    const std::string link = (dir / "link.idf").string();
+    std::filesystem::create_symlink(unrelated, link);
+    const auto result = idf(link, true);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Contains("a symbolic link to") && Contains("not a document-frequency file"));
+    CHECK(std::filesystem::is_symlink(link));
+    CHECK(read_file(unrelated) == "mine\n");
+  }
+  SECTION("a link to an earlier file: that file is replaced, the link stays") {
+    const std::string earlier = dir.write("earlier.idf", "headscan-idf 1\ndocuments 0\n");
+    const std::string link = (dir / "link.idf").string();
+    std::filesystem::create_symlink(earlier, link);
+    const auto result = idf(link, true);
+    CHECK(result.exit_code == 0);
+    CHECK(std::filesystem::is_symlink(link));
+    CHECK(read_file(earlier).rfind("headscan-idf 1\ndocuments 2\n", 0) == 0);
+  }
+  SECTION("a dangling link") {
+    const std::string link = (dir / "dangling.idf").string();
+    std::filesystem::create_symlink(dir / "nowhere" / "x.idf", link);
+    const auto result = idf(link, false);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Contains("which does not exist"));
+    CHECK(std::filesystem::is_symlink(link));
+  }
+  SECTION("a missing folder") {
+    const auto result = idf((dir / "missing" / "x.idf").string(), false);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Contains("does not exist"));
+    CHECK_FALSE(std::filesystem::exists(dir / "missing"));
+  }
+  SECTION("a directory") {
+    const auto result = idf(dir.path().string(), true);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Contains("a directory"));
+  }
+}
+
+TEST_CASE("headscan idf names standard input as the user gave it", "[idf][e2e]") {
+  TempDir dir;
+  const std::string binary = dir.write("binary.txt", std::string("w3\0w4\n", 6));
+  const std::string out = (dir / "out.idf").string();
+  // The command's standard input is the file: headscan idf MODEL - reads it.
+  const std::string script = dir.write("run.sh", "exec \"$1\" idf \"$2\" - -o \"$3\" -q < \"$4\"\n");
+  const int status = std::system(("sh " + script + " " HEADSCAN_BINARY " " + fixture("rare_word.pt") + " " + out + " " +
+                                  binary + " 2> " + (dir / "err").string())
+                                     .c_str());
+  CHECK(WEXITSTATUS(status) == 2);
+  const std::string err = read_file(dir / "err");
+  CHECK_THAT(err, Contains("- (standard input): expected a UTF-8 text corpus") && Contains("NUL byte"));
+  CHECK_THAT(err, !Contains("headscan-stdin-"));
+  CHECK_FALSE(std::filesystem::exists(out));
 }

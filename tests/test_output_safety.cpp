@@ -212,4 +212,20 @@ TEST_CASE("output: odd output paths are settled before the run starts", "[output
     CHECK(result.exit_code == kExitBadInput);
     CHECK_THAT(result.err, Contains("root directory"));
   }
+  SECTION("inside an input directory: merge's shard, compare's run") {
+    const std::string shard = (work / "shard").string();
+    REQUIRE(run_headscan(with(base, {"--shard", "0/1", "-o", shard})).exit_code == 0);
+    const CommandResult merged = run_headscan({"merge", shard, "-o", shard + "/sub", "-q"});
+    CHECK(merged.exit_code == kExitBadInput);
+    CHECK_THAT(merged.err, Contains("inside") && Contains("an input of this command"));
+    CHECK_FALSE(fs::exists(work / "shard" / "sub"));
+    REQUIRE(run_headscan({"merge", shard, "-o", (work / "merged").string(), "-q"}).exit_code == 0);
+    const std::string run = (work / "merged").string();
+    for (const std::string& given : {run, run + "/heads.json"}) {  // a run given as its directory or heads.json
+      const CommandResult compared = run_headscan({"compare", given, "-o", run + "/deeper/sub", "-q"});
+      CHECK(compared.exit_code == kExitBadInput);
+      CHECK_THAT(compared.err, Contains("inside"));
+      CHECK_FALSE(fs::exists(work / "merged" / "deeper"));
+    }
+  }
 }

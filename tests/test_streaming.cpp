@@ -1,4 +1,6 @@
 // Streaming: peak memory does not grow with the corpus, because nothing T×T outlives its layer.
+#include <archive.h>
+
 #include <fstream>
 #include <string>
 #include <vector>
@@ -45,7 +47,8 @@ TEST_CASE("a long line is tokenized only as far as the analysis needs", "[stream
   const auto document = read_json(dir / "out" / "heads.json");
   CHECK(document["corpus"]["sequences"] == 3);
   CHECK(document["corpus"]["tokens"] == 96);  // 3 windows of BOS + 31 words
-  // Every word of the line has document frequency 1: the idf pass read all of it.
+  // Every word of the line has document frequency 1 (the idf pass counts the part of the line the
+  // analysis reads: its first 256 KiB hold every word).
   std::ifstream idf(dir / "out" / "idf.txt");
   std::string line;
   std::getline(idf, line);
@@ -62,4 +65,43 @@ TEST_CASE("a long line is tokenized only as far as the analysis needs", "[stream
   INFO("peak RSS on a short line " << baseline.max_rss_kb << " kB");
   REQUIRE(baseline.exit_code == 0);
   CHECK(result.max_rss_kb - baseline.max_rss_kb < 240 * 1024);
+}
+
+// A long line from a compressed stream is read in the parts a plain file's is: never held whole.
+// A few kilobytes that expand to 200 MB of one line take no more memory than a short corpus, and
+// the absurd expansion is named in a warning.
+TEST_CASE("a long line in a compressed corpus is read in parts, in bounded memory", "[streaming][compressed][e2e]") {
+  TempDir dir;
+  const std::string words = word_corpus({2000000});
+  const std::string plain = dir.write("long.txt", words);
+  const std::string packed = dir.write("long.txt.zst", headscan::testing::compressed(words, ARCHIVE_FILTER_ZSTD));
+  const std::vector<std::string> options = {"-q", "--no-html", "--no-plots", "--parser", "none", "--max-sequences", "3"};
+  auto analyse = [&](const std::string& corpus, const std::string& name) {
+    std::vector<std::string> args = {fixture("gpt2.pt"), corpus, "-o", (dir / name).string()};
+    args.insert(args.end(), options.begin(), options.end());
+    const CommandResult result = run_headscan(args);
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    return result;
+  };
+  analyse(plain, "plain");
+  analyse(packed, "packed");
+  auto from_plain = read_json(dir / "plain" / "heads.json");
+  auto from_packed = read_json(dir / "packed" / "heads.json");
+  CHECK(from_packed["heads"] == from_plain["heads"]);
+  CHECK(headscan::testing::read_file(dir / "packed" / "idf.txt") == headscan::testing::read_file(dir / "plain" / "idf.txt"));
+
+  // 200 MB of one letter, no line break: zstd makes it a few kilobytes.
+  const std::string bomb = dir.write("bomb.txt.zst", headscan::testing::compressed(std::string(200'000'000, 'a'), ARCHIVE_FILTER_ZSTD));
+  REQUIRE(std::filesystem::file_size(bomb) < 100'000);
+  const CommandResult short_run = analyse(dir.write("short.txt", word_corpus({200})), "short");
+  const CommandResult bomb_run = analyse(bomb, "bomb");
+  INFO("peak RSS " << bomb_run.max_rss_kb << " kB against " << short_run.max_rss_kb << " kB");
+  CHECK(bomb_run.max_rss_kb - short_run.max_rss_kb < 100 * 1024);
+  const CommandResult counted = run_headscan({"idf", fixture("gpt2.pt"), bomb, "-o", (dir / "bomb.idf").string(), "-q"});
+  INFO(counted.err);
+  CHECK(counted.exit_code == 0);
+  CHECK_THAT(counted.err, Catch::Matchers::Contains("expand") && Catch::Matchers::Contains("-fold") &&
+                              Catch::Matchers::Contains("decompression bomb"));
+  CHECK(counted.max_rss_kb - short_run.max_rss_kb < 100 * 1024);
 }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/cli/option_values.h"
+#include "analyzer/corpus/text_lines.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/errors.h"
 #include "analyzer/model/model.h"
@@ -47,6 +48,15 @@ void print_summary(const headscan::AnalysisSummary& summary) {
   fmt::print("primary labels: {}\n", fmt::join(counts, ", "));
   for (const std::string& line : summary.findings) fmt::print("{}\n", line);
   fmt::print("report: {}/heads.json\n", summary.output_dir);
+}
+
+// --text-field names a JSON Lines field: given for a corpus of another format, it would be ignored.
+void check_text_field(const CLI::Option& option, const std::string& corpus) {
+  if (option.count() == 0 || headscan::is_jsonl_path(corpus)) return;
+  throw headscan::InputError(fmt::format(
+      "--text-field applies to JSON Lines corpora (.jsonl), and {} is not one{}; leave the option out, or give the "
+      ".jsonl file",
+      corpus == "-" ? "standard input" : corpus, corpus == "-" ? " (standard input is read as plain text)" : ""));
 }
 
 // Runs a command body, mapping its errors to exit codes: InputError → 2, anything else → 1.
@@ -146,8 +156,9 @@ int run_idf_command(int argc, char** argv) {
   app.add_option("--max-sequences", options.max_sequences,
                  "count the documents of the first N sequences only, as a run with --max-sequences N does (0: all)")
       ->check(at_least(0))->capture_default_str();
-  app.add_option("--text-field", options.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
-      ->capture_default_str();
+  const CLI::Option* text_field =
+      app.add_option("--text-field", options.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
+          ->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "no summary on standard error");
   if (const auto exit_code = parse_subcommand(app, argc, argv, "idf")) return *exit_code;
   if (inputs.size() == 1 && options.tokenizer_path.empty()) {
@@ -157,7 +168,9 @@ int run_idf_command(int argc, char** argv) {
   if (inputs.size() == 2) options.model_path = inputs[0];
   options.corpus_path = inputs.back();
   return run_with_exit_codes([&] {
+    check_text_field(*text_field, options.corpus_path);
     const headscan::IdfSummary summary = headscan::run_idf(options);
+    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
     if (!quiet) {
       fmt::print(stderr, "tokenizer: {}; {} documents; wrote {}\n", summary.tokenizer, summary.documents,
                  options.output_path);
@@ -227,11 +240,11 @@ int run_compare_command(int argc, char** argv) {
       ->type_name("RUN...");
   app.add_option("-o,--output", options.output_dir, "comparison directory to create")->capture_default_str();
   app.add_flag("--force", options.force, "replace the output directory if it holds an earlier comparison");
-  app.add_option("--scores", scores,
+  CLI::Option* scores_option = app.add_option("--scores", scores,
                  "the scores drawn per head across the runs and in the diff maps, comma-separated (default: "
                  "induction,previous_token,first_token,entropy, and importance when present)")
       ->type_name("NAME,...");
-  app.add_option("--steps", steps, "the training step of each run, in the order given, e.g. 0,500,1000: orders the "
+  CLI::Option* steps_option = app.add_option("--steps", steps, "the training step of each run, in the order given, e.g. 0,500,1000: orders the "
                                    "runs by it instead of their headscan.json's step")
       ->type_name("N,...");
   app.add_flag("--no-html", no_html, "write no HTML page");
@@ -239,6 +252,15 @@ int run_compare_command(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no summary");
   if (const auto exit_code = parse_subcommand(app, argc, argv, "compare")) return *exit_code;
   return run_with_exit_codes([&] {
+    // Given empty ("--steps ''", as an unset shell variable gives): an error, not the default.
+    if (steps_option->count() > 0 && steps.empty()) {
+      throw headscan::InputError("--steps is empty; give the training step of each run, e.g. --steps 0,500,1000, or "
+                                 "leave the option out to order the runs by their headscan.json");
+    }
+    if (scores_option->count() > 0 && scores.empty()) {
+      throw headscan::InputError("--scores is empty; give score names, e.g. --scores induction,entropy, or leave the "
+                                 "option out for the default scores");
+    }
     if (!steps.empty()) options.steps = headscan::parse_steps_option(steps);
     if (!scores.empty()) {
       std::string_view rest(scores);
@@ -299,8 +321,9 @@ int main(int argc, char** argv) {
                  "text corpus, one document per line; a JSON Lines file (.jsonl), one object per document; or a "
                  "CoNLL-U file (.conllu), one sentence per document")
       ->required();
-  app.add_option("--text-field", options.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
-      ->capture_default_str();
+  const CLI::Option* text_field =
+      app.add_option("--text-field", options.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
+          ->capture_default_str();
   app.add_option("-o,--output", options.output_dir, "report directory to create")->capture_default_str();
   app.add_flag("--force", options.force, "replace the output directory if it exists and is not empty");
   app.add_option("--tokenizer", options.tokenizer_path,
@@ -363,6 +386,7 @@ int main(int argc, char** argv) {
   }
 
   return run_with_exit_codes([&] {
+    check_text_field(*text_field, options.corpus_path);
     options.thresholds = headscan::parse_threshold_options(thresholds);
     if (!shard.empty()) {
       const headscan::ShardOption parsed = headscan::parse_shard_option(shard);

@@ -114,6 +114,13 @@ DocumentFrequencies DocumentFrequencies::load(const std::string& path, const Tok
   return frequencies;
 }
 
+bool DocumentFrequencies::is_frequency_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string first(std::char_traits<char>::length(kMagic) + 1, '\0');
+  in.read(first.data(), static_cast<std::streamsize>(first.size()));
+  return in.gcount() == static_cast<std::streamsize>(first.size()) && first == std::string(kMagic) + "\n";
+}
+
 void DocumentFrequencies::save(const std::string& path, const Tokenizer& tokenizer) const {
   std::ofstream out(path);
   out << kMagic << "\ndocuments " << documents_ << '\n';

@@ -38,6 +38,10 @@ class DocumentFrequencies {
   static DocumentFrequencies load(const std::string& path, const Tokenizer& tokenizer);
   void save(const std::string& path, const Tokenizer& tokenizer) const;
 
+  // Whether the file at `path` starts as a file in this format does (its first line): one that
+  // `headscan idf --force` may replace.
+  static bool is_frequency_file(const std::string& path);
+
  private:
   std::int64_t documents_ = 0;
   std::vector<std::int64_t> frequencies_;  // by token id

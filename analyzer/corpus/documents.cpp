@@ -23,6 +23,9 @@ class DocumentReader::Source {
   virtual ~Source() = default;
   // The next document, and `counts` as they stand after it (or at the end of the corpus).
   virtual bool next(Document& document, DocumentCounts& counts) = 0;
+  // The next part of a document that came with `more` (only text sources give such documents).
+  virtual bool next_part(std::string& /*part*/, DocumentCounts& /*counts*/) { return false; }
+  virtual std::string expansion_warning() const = 0;
 };
 
 namespace {
@@ -51,6 +54,7 @@ class DocumentReader::TextSource : public DocumentReader::Source {
       : reader_(path, std::move(json_field), slice) {}
   const char* slice_mode() const { return reader_.lines().slice_mode(); }
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
+  std::string expansion_warning() const override { return reader_.lines().expansion_warning(); }
 
   bool next(Document& document, DocumentCounts& counts) override {
     CorpusLine line;
@@ -60,7 +64,14 @@ class DocumentReader::TextSource : public DocumentReader::Source {
       document.line_number = line.line_number;
       document.chunk = line.chunk;
       document.parse = nullptr;
+      document.more = line.more;
     }
+    copy_counts(reader_, counts);
+    return found;
+  }
+
+  bool next_part(std::string& part, DocumentCounts& counts) override {
+    const bool found = reader_.next_part(part);
     copy_counts(reader_, counts);
     return found;
   }
@@ -74,6 +85,7 @@ class DocumentReader::ConlluSource : public DocumentReader::Source {
   ConlluSource(const std::string& path, bool keep_trees, CorpusSlice slice)
       : reader_(path, slice), keep_trees_(keep_trees) {}
   const char* slice_mode() const { return reader_.lines().slice_mode(); }
+  std::string expansion_warning() const override { return reader_.lines().expansion_warning(); }
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
 
   // Every sentence has a word, so its text is never empty.
@@ -117,12 +129,20 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
 
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
   const char* slice_mode() const { return reader_.lines().slice_mode(); }
+  std::string expansion_warning() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return expansion_warning_;
+  }
 
   bool next(Document& document, DocumentCounts& counts) override {
     std::unique_lock<std::mutex> lock(mutex_);
+    long_line_pending_ = long_line_pending_ && !reading_long_line_;  // done with it: the worker reads on
+    reading_long_line_ = false;
+    changed_.notify_all();
     changed_.wait(lock, [this] { return !queue_.empty(); });
     Item item = std::move(queue_.front());
     if (!item.last) queue_.pop_front();  // the last item stays: next() keeps answering false
+    reading_long_line_ = item.document.more;
     lock.unlock();
     changed_.notify_all();
     if (item.error) std::rethrow_exception(item.error);
@@ -130,6 +150,17 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
     if (item.last) return false;
     document = std::move(item.document);
     return true;
+  }
+
+  // The worker waits while a long line is being read: until the next call to next(), its reader
+  // is this thread's.
+  bool next_part(std::string& part, DocumentCounts& counts) override {
+    if (!reading_long_line_) return false;
+    const bool found = reader_.next_part(part);
+    copy_counts(reader_, counts);
+    counts.sentences = sentences_;
+    counts.parsed_sentences = parsed_sentences_;
+    return found;
   }
 
  private:
@@ -147,12 +178,15 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
       try {
         CorpusLine line;
         if (reader_.next(line)) {
-          const LineParse parsed = parser_->parse_line(line.text);
-          counts.sentences += parsed.sentences;
-          counts.parsed_sentences += parsed.parsed;
+          if (!line.more) {  // the first part of a long line is not a sentence to parse
+            const LineParse parsed = parser_->parse_line(line.text);
+            counts.sentences += parsed.sentences;
+            counts.parsed_sentences += parsed.parsed;
+            if (parsed.parsed > 0) item.document.parse = std::make_shared<const ParsedSentence>(parsed.parse);
+          }
           item.document.line_number = line.line_number;
           item.document.chunk = line.chunk;
-          if (parsed.parsed > 0) item.document.parse = std::make_shared<const ParsedSentence>(parsed.parse);
+          item.document.more = line.more;
           item.document.text = std::move(line.text);
         } else {
           item.last = true;
@@ -164,22 +198,39 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
         item.last = true;
       }
       const bool last = item.last;
+      const bool long_line = item.document.more;
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [this] { return stopping_ || queue_.size() < kParsedAhead; });
       if (stopping_) return;
       queue_.push_back(std::move(item));
+      long_line_pending_ = long_line;
+      if (expansion_warning_.empty()) expansion_warning_ = reader_.lines().expansion_warning();
+      sentences_ = counts.sentences;
+      parsed_sentences_ = counts.parsed_sentences;
       lock.unlock();
       changed_.notify_all();
       if (last) return;
+      if (long_line) {  // its parts are read by the consumer, with this reader: wait until it is done
+        lock.lock();
+        changed_.wait(lock, [this] { return stopping_ || !long_line_pending_; });
+        if (stopping_) return;
+      }
     }
   }
 
   TextCorpusReader reader_;
   std::unique_ptr<LinkGrammarParser> parser_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Item> queue_;
+  std::string expansion_warning_;  // the reader's, copied by the worker
   bool stopping_ = false;
+  // A long line (Document::more) was queued and its parts are not all read: set by the worker,
+  // which then waits; cleared by the consumer's next() after it took that line.
+  bool long_line_pending_ = false;
+  bool reading_long_line_ = false;  // the consumer's: the document it holds is a long line
+  std::int64_t sentences_ = 0;      // the parser's counts when the long line was queued
+  std::int64_t parsed_sentences_ = 0;
   std::thread worker_;
 };
 
@@ -222,5 +273,9 @@ DocumentReader::DocumentReader(const std::string& path, const std::string& parse
 DocumentReader::~DocumentReader() = default;
 
 bool DocumentReader::next(Document& document) { return source_->next(document, counts_); }
+
+bool DocumentReader::next_part(std::string& part) { return source_->next_part(part, counts_); }
+
+std::string DocumentReader::expansion_warning() const { return source_->expansion_warning(); }
 
 }  // namespace headscan

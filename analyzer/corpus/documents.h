@@ -20,6 +20,9 @@ struct Document {
   std::size_t line_number = 0;                   // 1-based line of the document in the file
   std::uint64_t chunk = 0;                       // never batched with another chunk's (CorpusSlice)
   std::shared_ptr<const ParsedSentence> parse;   // null when not parsed
+  // `text` is the first part of a line longer than kLongLineBytes: DocumentReader::next_part()
+  // gives the rest (such a line is never parsed).
+  bool more = false;
 };
 
 // Counts over the documents handed out so far.
@@ -45,8 +48,11 @@ class DocumentReader {
   DocumentReader(const DocumentReader&) = delete;
   DocumentReader& operator=(const DocumentReader&) = delete;
 
-  // The next document; false at the end. Throws InputError on malformed CoNLL-U.
+  // The next document; false at the end. Throws InputError on malformed CoNLL-U. What was not
+  // read of the previous document's parts is skipped.
   bool next(Document& document);
+  // The next part of a document that came with `more`; false after its last part.
+  bool next_part(std::string& part);
 
   const std::string& path() const { return path_; }
   const char* format() const { return format_; }  // "text", "jsonl" or "conllu"
@@ -54,6 +60,7 @@ class DocumentReader {
   const DocumentCounts& counts() const { return counts_; }
   std::uint64_t total_bytes() const { return total_bytes_; }  // of the slice; 0 when unknown
   const char* slice_mode() const { return slice_mode_; }      // TextLineReader::slice_mode()
+  std::string expansion_warning() const;                       // TextLineReader::expansion_warning()
 
  private:
   class Source;

@@ -65,12 +65,15 @@ const char* compression_of(std::string_view start) {
   return "none";
 }
 
-// The decompressed bytes of a gzip, zstd or xz file, through libarchive's raw format. A damaged
-// stream ends the input early; error() then says why.
+// The decompressed bytes of a gzip, zstd or xz file, through libarchive's raw format, block by
+// block as libarchive decompresses them. A damaged stream ends the input early; error() then says
+// why, and the lines before it have all been read.
 class DecompressingBuffer : public std::streambuf {
  public:
-  DecompressingBuffer(const std::string& path, const std::string& expected, std::string_view compression)
-      : archive_(archive_read_new()) {
+  // `file_bytes`: the file's size (0 when unknown), to find data after the end of a gzip stream.
+  DecompressingBuffer(const std::string& path, const std::string& expected, std::string_view compression,
+                      std::uint64_t file_bytes)
+      : archive_(archive_read_new()), compression_(compression), file_bytes_(file_bytes) {
     if (archive_ == nullptr) throw std::bad_alloc();
     archive_read_support_filter_gzip(archive_);
     archive_read_support_filter_zstd(archive_);
@@ -82,10 +85,12 @@ class DecompressingBuffer : public std::streambuf {
     const int header = opened == ARCHIVE_OK ? archive_read_next_header(archive_, &entry) : opened;
     empty_ = header == ARCHIVE_EOF;
     if (header != ARCHIVE_OK && !empty_) {
-      const std::string why = archive_error_string(archive_) != nullptr ? archive_error_string(archive_) : "unknown";
+      const std::string why = archive_error_string(archive_) != nullptr ? archive_error_string(archive_)
+                                                                         : "it ends before its first block";
       archive_read_free(archive_);
-      throw InputError(fmt::format("{}: {}, compressed, but it cannot be decompressed ({}); check the file", path,
-                                   expected, why));
+      throw InputError(fmt::format("{}: {}, compressed with {}, but the {} data is damaged before its first line "
+                                   "could be read ({}); check or recreate the file",
+                                   path, expected, compression, compression, why));
     }
     // A file that only starts like a compressed one is read by the raw format as it is: refuse it.
     const int filter = archive_filter_code(archive_, 0);
@@ -107,30 +112,87 @@ class DecompressingBuffer : public std::streambuf {
   std::uint64_t compressed_bytes_read() const {
     return static_cast<std::uint64_t>(std::max<la_int64_t>(0, archive_filter_bytes(archive_, -1)));
   }
+  // The expansion of the first kRatioBytes decompressed, once that many were (0 before).
+  double early_ratio() const { return early_ratio_; }
 
  protected:
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
     if (!error_.empty() || empty_) return traits_type::eof();
-    const la_ssize_t count = archive_read_data(archive_, data_.data(), data_.size());
-    if (count < 0) {
-      error_ = archive_error_string(archive_) != nullptr ? archive_error_string(archive_) : "unknown error";
-      return traits_type::eof();
+    for (;;) {
+      const void* block = nullptr;
+      std::size_t size = 0;
+      la_int64_t offset = 0;
+      const int result = archive_read_data_block(archive_, &block, &size, &offset);
+      if (result == ARCHIVE_EOF) {
+        check_end();
+        return traits_type::eof();
+      }
+      if (result < ARCHIVE_WARN) {
+        error_ = archive_error_string(archive_) != nullptr ? archive_error_string(archive_) : "the stream is cut short";
+        return traits_type::eof();
+      }
+      if (size == 0) continue;
+      decompressed_ += size;
+      if (early_ratio_ == 0 && decompressed_ >= kRatioBytes) {
+        early_ratio_ = static_cast<double>(decompressed_) / static_cast<double>(std::max<std::uint64_t>(1, compressed_bytes_read()));
+      }
+      char* data = static_cast<char*>(const_cast<void*>(block));
+      setg(data, data, data + size);
+      return traits_type::to_int_type(*gptr());
     }
-    if (count == 0) return traits_type::eof();
-    setg(data_.data(), data_.data(), data_.data() + count);
-    return traits_type::to_int_type(*gptr());
   }
 
  private:
+  // libarchive ends a gzip stream quietly at bytes that do not start another gzip member, where
+  // xz and zstd refuse them: data after the stream is damage too.
+  void check_end() {
+    if (compression_ != "gzip" || file_bytes_ == 0) return;
+    const std::uint64_t used = compressed_bytes_read();
+    if (used < file_bytes_) {
+      error_ = fmt::format("{} bytes after the end of the gzip stream, at byte {}, are not gzip data",
+                           file_bytes_ - used, used);
+    }
+  }
+
   static constexpr std::size_t kBlockBytes = 1 << 16;
+  static constexpr std::uint64_t kRatioBytes = 100'000'000;
   archive* archive_;
-  std::vector<char> data_ = std::vector<char>(1 << 18);
+  std::string_view compression_;
+  std::uint64_t file_bytes_ = 0;
+  std::uint64_t decompressed_ = 0;
+  double early_ratio_ = 0;
   std::string error_;
   bool empty_ = false;
 };
 
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// Where `raw` (a line's bytes read so far, more to come) can be cut so that repairing its invalid
+// UTF-8 in two halves gives what repairing it whole would: before its last byte that is not a
+// continuation byte, when that byte is among the last four (it may start a character that the
+// next bytes complete); else anywhere (a character has at most three continuation bytes).
+std::size_t repairable_prefix(std::string_view raw) {
+  for (std::size_t back = 1; back <= 4 && back <= raw.size(); ++back) {
+    if (!is_continuation_byte(raw[raw.size() - back])) return raw.size() - back;
+  }
+  return raw.size();
+}
+
 }  // namespace
+
+std::size_t line_part_end(std::string_view text, std::size_t begin) {
+  const std::size_t limit = begin + kLinePartBytes;
+  if (limit >= text.size()) return text.size();
+  for (std::size_t end = limit; end > begin + 1; --end) {
+    if (is_space(text[end]) && !is_space(text[end - 1])) return end;
+  }
+  std::size_t end = limit;
+  while (end > begin + 1 && is_continuation_byte(text[end])) --end;
+  return end;
+}
 
 std::size_t repair_utf8(std::string& text) {
   std::size_t pos = 0;
@@ -279,7 +341,7 @@ void TextLineReader::enter_byte_range(CorpusSlice slice, SliceUnits units) {
 void TextLineReader::open() {
   in_.rdbuf(nullptr);
   if (std::string_view(compression_) != "none") {
-    buffer_ = std::make_unique<DecompressingBuffer>(path_, expected_, compression_);
+    buffer_ = std::make_unique<DecompressingBuffer>(path_, expected_, compression_, total_bytes_);
   } else {
     auto file = std::make_unique<std::filebuf>();
     if (file->open(path_, std::ios::in | std::ios::binary) == nullptr) {
@@ -299,34 +361,140 @@ std::uint64_t TextLineReader::bytes_read() const {
   return position_ - range_start_;
 }
 
+std::string TextLineReader::expansion_warning() const {
+  const auto* decompressing = dynamic_cast<const DecompressingBuffer*>(buffer_.get());
+  if (decompressing == nullptr || decompressing->early_ratio() <= 1000) return {};
+  return fmt::format("{}: its first 100 MB of {} data expand {:.0f}-fold, far more than text compresses; a small "
+                     "file that expands to gigabytes is more likely a decompression bomb than a corpus: check where it "
+                     "came from",
+                     path_, compression_, decompressing->early_ratio());
+}
+
 bool TextLineReader::next(std::string& line) {
+  if (!start_line(kMaxWholeLineBytes)) return false;
+  if (text_.size() > kMaxWholeLineBytes) {
+    throw InputError(fmt::format("{}:{}: {}, found a line longer than {} MiB, which headscan reads whole only up to "
+                                 "that size; split the line, or check that the file is what you meant to give",
+                                 where_, line_number_, expected_, kMaxWholeLineBytes >> 20));
+  }
+  line = std::move(text_);
+  text_.clear();
+  return true;
+}
+
+bool TextLineReader::next_in_parts(std::string& part, bool& more) {
+  if (!start_line(kLongLineBytes)) return false;
+  more = text_.size() > kLongLineBytes;
+  if (more) {
+    part = take_part();
+  } else {
+    part = std::move(text_);
+    text_.clear();
+  }
+  return true;
+}
+
+bool TextLineReader::next_part(std::string& part) {
+  fill(kLinePartBytes + 1);
+  if (text_.empty()) return false;
+  part = take_part();
+  return true;
+}
+
+bool TextLineReader::start_line(std::size_t limit) {
+  skip_rest_of_line();
   const std::string_view mode(slice_mode_);
   for (;;) {
     const bool starts_document = at_document_start_;
     if (mode == "bytes" && starts_document && position_ >= range_end_) return false;
     const std::uint64_t line_start = position_;
-    if (!read_line(line)) return false;
+    std::size_t extracted = 0;
+    end_ = read_raw(raw_, kLinePartBytes, extracted);
+    if (extracted == 0) return false;
     ++line_number_;
-    if (units_ == SliceUnits::blocks) at_document_start_ = is_blank_line(line);
+    line_at_file_start_ = line_start == 0;
+    counting_ = false;
+    line_replacements_ = 0;
+    fill(limit);
+    if (units_ == SliceUnits::blocks) at_document_start_ = end_ != LineEnd::open && is_blank_line(text_);
     if (starts_document) {
       ++document_index_;
       chunk_ = chunks_by_bytes_ ? line_start / chunk_bytes_ : (document_index_ - 1) / kChunkDocuments;
     }
-    if (mode == "documents" && chunk_ % slice_.count != slice_.index) continue;
+    if (mode == "documents" && chunk_ % slice_.count != slice_.index) {
+      skip_rest_of_line();
+      continue;
+    }
     ++lines_read_;
-    if (line_start == 0 && std::string_view(line).substr(0, 3) == kUtf8ByteOrderMark) line.erase(0, 3);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const std::size_t replaced = repair_utf8(line);
-    if (replaced > 0) {
+    counting_ = true;
+    if (line_replacements_ > 0) {
       ++invalid_lines_;
-      replacements_ += replaced;
+      replacements_ += line_replacements_;
     }
     return true;
   }
 }
 
-bool TextLineReader::read_line(std::string& line) {
-  if (!std::getline(in_, line)) {
+void TextLineReader::fill(std::size_t want) {
+  for (;;) {
+    if (line_at_file_start_ && raw_.size() >= kUtf8ByteOrderMark.size() && text_.empty() &&
+        std::string_view(raw_).substr(0, 3) == kUtf8ByteOrderMark) {
+      raw_.erase(0, 3);
+    }
+    const bool ended = end_ != LineEnd::open;
+    if (ended && !raw_.empty() && raw_.back() == '\r') raw_.pop_back();
+    const std::size_t cut = ended ? raw_.size() : repairable_prefix(raw_);
+    if (cut > 0) {
+      line_at_file_start_ = false;
+      std::string repaired = raw_.substr(0, cut);
+      const std::size_t replaced = repair_utf8(repaired);
+      raw_.erase(0, cut);
+      text_ += repaired;
+      if (replaced > 0 && counting_) {
+        if (line_replacements_ == 0) ++invalid_lines_;
+        replacements_ += replaced;
+      }
+      line_replacements_ += replaced;
+    }
+    if (ended || text_.size() > want) return;
+    std::size_t extracted = 0;
+    end_ = read_raw(raw_, kLinePartBytes, extracted);
+  }
+}
+
+std::string TextLineReader::take_part() {
+  const std::size_t end = line_part_end(text_, 0);
+  std::string part = text_.substr(0, end);
+  text_.erase(0, end);
+  return part;
+}
+
+void TextLineReader::skip_rest_of_line() {
+  text_.clear();
+  while (end_ == LineEnd::open) {
+    raw_.clear();
+    std::size_t extracted = 0;
+    end_ = read_raw(raw_, kLinePartBytes, extracted);
+  }
+  raw_.clear();
+}
+
+TextLineReader::LineEnd TextLineReader::read_raw(std::string& out, std::size_t max, std::size_t& extracted) {
+  const std::size_t old_size = out.size();
+  out.resize(old_size + max + 1);
+  in_.getline(out.data() + old_size, static_cast<std::streamsize>(max + 1));
+  extracted = static_cast<std::size_t>(in_.gcount());
+  position_ += extracted;
+  LineEnd end = LineEnd::open;
+  std::size_t stored = extracted;
+  if (in_.eof()) {
+    end = LineEnd::file_end;
+  } else if (!in_.fail()) {
+    end = LineEnd::newline;
+    stored = extracted - 1;  // the line break, taken but not stored
+  }
+  out.resize(old_size + stored);
+  if (end == LineEnd::file_end) {
     const auto* decompressing = dynamic_cast<const DecompressingBuffer*>(buffer_.get());
     if (decompressing != nullptr && !decompressing->error().empty()) {
       throw InputError(fmt::format("{}: the {} data is damaged after line {} ({}); check or recreate the file",
@@ -336,18 +504,19 @@ bool TextLineReader::read_line(std::string& line) {
       throw std::runtime_error(where_ + ": reading failed after line " + std::to_string(line_number_) + " (" +
                                std::strerror(errno) + ")");
     }
-    return false;
   }
-  const bool ended_with_newline = !in_.eof();  // the last line may lack its '\n'
-  position_ += line.size() + (ended_with_newline ? 1 : 0);
-  return true;
+  if (end == LineEnd::open) in_.clear();  // `max` bytes stored: the line goes on
+  return end;
 }
 
 TextCorpusReader::TextCorpusReader(const std::string& path, std::optional<std::string> json_field, CorpusSlice slice)
     : lines_(path, json_field ? kExpectedJsonLines : kExpected, "text file", slice), json_field_(std::move(json_field)) {}
 
 bool TextCorpusReader::next(CorpusLine& line) {
-  while (lines_.next(line.text)) {
+  for (;;) {
+    line.more = false;
+    const bool found = json_field_ ? lines_.next(line.text) : lines_.next_in_parts(line.text, line.more);
+    if (!found) return false;
     if (line.text.empty()) continue;
     line.line_number = lines_.line_number();
     line.chunk = lines_.chunk();
@@ -355,7 +524,6 @@ bool TextCorpusReader::next(CorpusLine& line) {
     ++documents_read_;
     return true;
   }
-  return false;
 }
 
 bool TextCorpusReader::document_of_json_line(CorpusLine& line) const {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace headscan {
 
@@ -42,10 +43,24 @@ constexpr std::uint64_t kChunkDocuments = 256;
 // S for a plain file of `size` bytes: 64 KiB, or more so that there are at most kMaxChunks.
 std::uint64_t chunk_bytes(std::uint64_t size);
 
+// A line longer than kLongLineBytes is read in parts, so that no line is ever held whole, however
+// long it is (a compressed file of kilobytes can hold a line of gigabytes): its first part, then
+// the rest in parts of about kLinePartBytes, each cut before the whitespace run nearest below
+// kLinePartBytes (at a character boundary when there is none), so that no token of a tokenizer
+// that splits at whitespace spans two parts. Lines that must be read whole (JSON Lines objects,
+// CoNLL-U lines) may be at most kMaxWholeLineBytes long.
+constexpr std::size_t kLongLineBytes = std::size_t{1} << 20;
+constexpr std::size_t kLinePartBytes = std::size_t{256} << 10;
+constexpr std::size_t kMaxWholeLineBytes = std::size_t{64} << 20;
+
+// Where the part of `text` that starts at `begin` ends (kLinePartBytes above).
+std::size_t line_part_end(std::string_view text, std::size_t begin);
+
 struct CorpusLine {
   std::string text;              // valid UTF-8, no line break, never empty
   std::size_t line_number = 0;   // 1-based line number in the file
   std::uint64_t chunk = 0;       // the chunk of its document (CorpusSlice)
+  bool more = false;             // `text` is the first part of a long line: next_part() gives the rest
 };
 
 // Reads a UTF-8 text file line by line in bounded memory: a leading byte order mark and "\r\n"
@@ -63,8 +78,16 @@ class TextLineReader {
   TextLineReader(const std::string& path, const std::string& expected, const std::string& kind,
                  CorpusSlice slice = {}, SliceUnits units = SliceUnits::lines);
 
-  // The next line of the slice, empty ones included; false at the end of the slice.
+  // The next line of the slice, empty ones included; false at the end of the slice. Throws
+  // InputError for a line longer than kMaxWholeLineBytes.
   bool next(std::string& line);
+
+  // The next line of the slice like next(), or only its first part when it is longer than
+  // kLongLineBytes: then `more` is true and next_part() gives the rest.
+  bool next_in_parts(std::string& part, bool& more);
+  // The next part of the line next_in_parts() started; false after its last part. What a caller
+  // does not read of a line is skipped by the next call to next() or next_in_parts().
+  bool next_part(std::string& part);
 
   const std::string& path() const { return path_; }
   // The file as messages name it before a line number: the path, and for a byte range of a shard
@@ -81,14 +104,30 @@ class TextLineReader {
   std::uint64_t bytes_read() const;
   std::uint64_t total_bytes() const { return total_bytes_; }  // 0 when unknown
   const char* compression() const { return compression_; }    // "gzip", "zstd", "xz" or "none"
+  // For a compressed file whose first 100 MB expand more than 1000-fold: a warning naming the
+  // ratio (a few kilobytes that expand to gigabytes are more likely an attack than a corpus).
+  std::string expansion_warning() const;
 
  private:
   // (Re)opens the file from its start, decompressing when it is compressed.
   void open();
   // Positions a plain file at the first document start of the slice's byte range.
   void enter_byte_range(CorpusSlice slice, SliceUnits units);
-  // The next raw line of the file, whoever's it is; false at its end.
-  bool read_line(std::string& line);
+  // How reading a line's bytes stopped.
+  enum class LineEnd { open, newline, file_end };
+  // Appends to `out` at most `max` more bytes of the current line of the file; `extracted` is the
+  // number of bytes taken from the file (the line break included).
+  LineEnd read_raw(std::string& out, std::size_t max, std::size_t& extracted);
+  // Starts the next line of the slice, its first bytes in text_ (more than `limit` of them, or the
+  // whole line); false at the end of the slice.
+  bool start_line(std::size_t limit);
+  // Reads the current line on until text_ holds more than `want` bytes or the line has ended:
+  // the line's byte order mark (first line) and final '\r' removed, invalid UTF-8 replaced.
+  void fill(std::size_t want);
+  // The next part of text_ (line_part_end), taken out of it.
+  std::string take_part();
+  // Drops what is left of the current line, reading it without holding it.
+  void skip_rest_of_line();
 
   std::string path_;
   std::string where_;
@@ -112,6 +151,14 @@ class TextLineReader {
   std::size_t invalid_lines_ = 0;
   std::size_t replacements_ = 0;
   std::uint64_t total_bytes_ = 0;
+  // The current line: its bytes not yet repaired (a character cut by a read stays here until the
+  // rest of it comes), its repaired text not yet handed out, and whether it was read to its end.
+  std::string raw_;
+  std::string text_;
+  LineEnd end_ = LineEnd::newline;
+  bool line_at_file_start_ = false;
+  bool counting_ = false;         // the line is the slice's: its invalid UTF-8 counts
+  std::size_t line_replacements_ = 0;
 };
 
 class TextCorpusReader {
@@ -125,8 +172,10 @@ class TextCorpusReader {
   // Reads the next non-empty document (TextLineReader's rules): a line, or a JSON Lines object's
   // field (which may hold line breaks; an empty string is skipped like an empty line). Returns false
   // at the end of the file. Throws InputError, naming the line, for a JSON Lines line that is not
-  // an object with that string field.
+  // an object with that string field. A text line longer than kLongLineBytes comes in parts
+  // (line.more, next_part()); a JSON Lines line is read whole.
   bool next(CorpusLine& line);
+  bool next_part(std::string& part) { return lines_.next_part(part); }
 
   const TextLineReader& lines() const { return lines_; }
   const std::string& path() const { return lines_.path(); }

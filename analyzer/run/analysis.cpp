@@ -182,16 +182,8 @@ AnalysisSummary summarize(const RunState& state, double seconds, const std::vect
   return summary;
 }
 
-}  // namespace
-
-AnalysisSummary run_analysis(const AnalysisOptions& given) {
-  // "-": standard input, spooled once to a file that every pass can read.
-  std::optional<SpooledInput> spooled;
-  AnalysisOptions options = given;
-  if (given.corpus_path == "-") {
-    spooled.emplace();
-    options.corpus_path = spooled->path();
-  }
+// The analysis of a corpus that is a file; `spooled` is standard input's copy when the corpus is it.
+AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spooled) {
   if (options.batch_size < 1) throw InputError(fmt::format("--batch-size {}: must be at least 1", options.batch_size));
   if (options.ablation_sequences < 1) {
     throw InputError(fmt::format("--ablation-sequences {}: must be at least 1", options.ablation_sequences));
@@ -238,11 +230,14 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
   }
 
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (spooled != nullptr) {
+    for (std::string& warning : state.warnings) warning = spooled->named(warning);
+  }
   const std::vector<std::string> pass_warnings = state.warnings;
   nlohmann::ordered_json document = heads_document(state, thresholds, run);
   const bool ablated = state.objective && !(options.shard && options.shard->index != 0);
   if (ablated) add_ablation_json(document, state);
-  if (spooled) document["corpus"]["path"] = "-";
+  if (spooled != nullptr) document["corpus"]["path"] = "-";
   if (options.shard) {
     capture_examples_if_needed(state);
     save_shard_state(state, document, pass_warnings, run, output);
@@ -263,6 +258,23 @@ AnalysisSummary run_analysis(const AnalysisOptions& given) {
   for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
   if (state.objective) summary.findings = ablation_findings(document);
   return summary;
+}
+
+}  // namespace
+
+AnalysisSummary run_analysis(const AnalysisOptions& given) {
+  if (given.corpus_path != "-") return analyze(given, nullptr);
+  // "-": standard input, spooled once to a file that every pass can read.
+  const SpooledInput spooled;
+  AnalysisOptions options = given;
+  options.corpus_path = spooled.path();
+  try {
+    AnalysisSummary summary = analyze(options, &spooled);
+    for (std::string& warning : summary.warnings) warning = spooled.named(warning);
+    return summary;
+  } catch (...) {
+    spooled.rethrow_named();
+  }
 }
 
 }  // namespace headscan

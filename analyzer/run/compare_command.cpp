@@ -1,6 +1,7 @@
 #include "analyzer/run/compare_command.h"
 
 #include <chrono>
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -32,7 +33,12 @@ CompareSummary run_compare(const CompareOptions& options) {
     throw InputError(fmt::format("the runs cannot be drawn ({}); give reports written by headscan", e.what()));
   }
 
-  OutputDirectory output(options.output_dir, options.force, options.runs, OutputKind::comparison);
+  // A run given as its heads.json stands for its report directory.
+  std::vector<std::string> inputs;
+  for (const std::string& run : options.runs) {
+    inputs.push_back(std::filesystem::is_regular_file(run) ? std::filesystem::absolute(run).parent_path().string() : run);
+  }
+  OutputDirectory output(options.output_dir, options.force, inputs, OutputKind::comparison);
   const nlohmann::ordered_json document = compare_json(comparison);
   write_json_file(document, output.staging() / "compare.json");
   write_csv_file(compare_csv(comparison), output.staging() / "compare.csv");

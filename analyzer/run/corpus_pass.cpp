@@ -75,6 +75,7 @@ class CorpusPass : public Pass {
     } while (state.read_document(reader, sequences, nullptr, by_sequences ? options.max_sequences - queued : 0));
     run_batches(batcher.flush());
     progress.finish(summary.tokens);
+    state.note_expansion(reader);
   }
 };
 

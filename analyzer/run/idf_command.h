@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace headscan {
 
@@ -22,6 +23,7 @@ struct IdfOptions {
 struct IdfSummary {
   std::string tokenizer;       // e.g. "WordLevel, 64 tokens (model.pt:tokenizer.json)"
   std::int64_t documents = 0;  // documents counted
+  std::vector<std::string> warnings;
 };
 
 // Counts and writes the file (complete or not at all: written beside it, then renamed). Throws

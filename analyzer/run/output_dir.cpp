@@ -97,6 +97,23 @@ fs::path resolve_target(const fs::path& target) {
   return resolved;
 }
 
+// A report inside an input directory (merge's shards, compare's runs) would change that input, and
+// could not be replaced with --force later (it would hold an input's parent).
+void refuse_inside_input(const fs::path& given, const fs::path& target, const std::vector<std::string>& inputs) {
+  std::error_code error;
+  for (const std::string& input : inputs) {
+    if (input.empty() || !fs::is_directory(input, error)) continue;
+    const fs::path directory = fs::weakly_canonical(input, error);
+    if (error || directory == target) continue;  // the same directory: check_replaceable's refusal
+    const auto [end, rest] = std::mismatch(directory.begin(), directory.end(), target.begin(), target.end());
+    if (end == directory.end()) {
+      throw InputError(fmt::format("{}: the output directory is inside {}, an input of this command; writing there "
+                                   "would change that input: choose a directory outside it with -o DIR",
+                                   given.string(), input));
+    }
+  }
+}
+
 // The name a staging directory of `target` has: ".NAME.headscan-XXXXXX" (mkdtemp's six characters),
 // and ".NAME.headscan-XXXXXX.previous" for an old report moved aside by earlier versions.
 bool is_staging_name(const std::string& name, const std::string& prefix) {
@@ -125,6 +142,7 @@ bool holds_report_only(const fs::path& directory) {
 OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<std::string>& inputs, OutputKind kind) {
   if (target.empty()) throw InputError("the output directory is empty; give one with -o DIR");
   target_ = resolve_target(target);
+  refuse_inside_input(target, target_, inputs);
   std::error_code error;
   const fs::path parent = target_.parent_path();
   if (!fs::is_directory(parent, error)) {

@@ -1,5 +1,7 @@
 #include "analyzer/run/run_state.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "analyzer/corpus/word_alignment.h"
@@ -9,43 +11,32 @@
 namespace headscan {
 namespace {
 
-constexpr std::size_t kPieceBytes = std::size_t{256} << 10;
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-// Where the piece of `text` starting at `begin` ends: before the whitespace run nearest below
-// begin + kPieceBytes, so that no token of a tokenizer that splits at whitespace spans two pieces;
-// at a character boundary when the piece has no whitespace.
-std::size_t piece_end(const std::string& text, std::size_t begin) {
-  const std::size_t limit = begin + kPieceBytes;
-  if (limit >= text.size()) return text.size();
-  for (std::size_t end = limit; end > begin + 1; --end) {
-    if (is_space(text[end]) && !is_space(text[end - 1])) return end;
-  }
-  std::size_t end = limit;
-  while (end > begin + 1 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return end;
-}
-
-// Tokenizes a long document piece by piece: keeps the first `wanted` tokens, counts every piece's
-// tokens into `counted` (when given), and stops as soon as it has what it keeps and counts nothing.
+// Tokenizes a long document part by part (kLinePartBytes): the parts of the text it holds, then
+// those the reader gives. Keeps the first `wanted` tokens and counts every part's tokens into
+// `counted` (when given); stops reading as soon as it has `wanted` tokens unless `read_all`.
 // Returns whether the document had any token.
-bool encode_in_pieces(const Tokenizer& tokenizer, const std::string& text, std::size_t wanted,
-                      DocumentFrequencies* counted, std::vector<Token>& tokens) {
+bool encode_in_parts(const Tokenizer& tokenizer, DocumentReader& documents, const Document& document,
+                     std::size_t wanted, bool read_all, DocumentFrequencies* counted, std::vector<Token>& tokens) {
   bool any = false;
-  for (std::size_t begin = 0; begin < text.size();) {
-    if (tokens.size() >= wanted && counted == nullptr) break;
-    const std::size_t end = piece_end(text, begin);
-    std::vector<Token> piece = tokenizer.encode(std::string_view(text).substr(begin, end - begin));
-    any = any || !piece.empty();
-    if (counted != nullptr) counted->add_tokens(piece, tokenizer);
-    for (Token& token : piece) {
-      if (tokens.size() >= wanted) break;
-      token.begin += begin;
-      token.end += begin;
-      tokens.push_back(std::move(token));
+  std::size_t offset = 0;  // of the held text in the document
+  std::string held = document.text;
+  const auto reading = [&] { return read_all || tokens.size() < wanted; };
+  for (bool more = true; more && reading();) {
+    for (std::size_t begin = 0; begin < held.size() && reading();) {
+      const std::size_t end = line_part_end(held, begin);
+      std::vector<Token> part = tokenizer.encode(std::string_view(held).substr(begin, end - begin));
+      any = any || !part.empty();
+      if (counted != nullptr) counted->add_tokens(part, tokenizer);
+      for (Token& token : part) {
+        if (tokens.size() >= wanted) break;
+        token.begin += offset + begin;
+        token.end += offset + begin;
+        tokens.push_back(std::move(token));
+      }
+      begin = end;
     }
-    begin = end;
+    offset += held.size();
+    more = document.more && documents.next_part(held);
   }
   return any;
 }
@@ -59,11 +50,11 @@ bool RunState::read_document(DocumentReader& documents, std::vector<Sequence>& s
   while (documents.next(document)) {
     std::vector<Token> tokens;
     DocumentFrequencies* count_whole = counted;  // null once counted in pieces
-    if (document.text.size() <= kLongDocumentBytes) {
+    if (!document.more && document.text.size() <= kLongLineBytes) {
       tokens = tokenizer.encode(document.text);
     } else {
       const std::size_t wanted = max_windows > 0 ? static_cast<std::size_t>(max_windows) * text.shape.room() : SIZE_MAX;
-      const bool any = encode_in_pieces(tokenizer, document.text, wanted, counted, tokens);
+      const bool any = encode_in_parts(tokenizer, documents, document, wanted, max_windows == 0, counted, tokens);
       if (counted != nullptr && any) counted->end_document();
       count_whole = nullptr;
     }
@@ -86,20 +77,55 @@ std::vector<std::vector<Sequence>> RunState::probe_batches() const {
   return batcher.flush();
 }
 
-std::unique_ptr<DocumentFrequencies> RunState::count_frequencies(const std::string& path,
-                                                                std::int64_t max_sequences) const {
+std::unique_ptr<DocumentFrequencies> RunState::count_frequencies(const std::string& path, std::int64_t max_sequences) {
   auto counts = std::make_unique<DocumentFrequencies>(text.tokenizer->vocab_size());
   DocumentReader documents(path, "none", options.text_field);
-  std::vector<Sequence> sequences;
-  std::int64_t counted = 0;
-  while ((max_sequences == 0 || counted < max_sequences) &&
-         read_document(documents, sequences, counts.get(), max_sequences > 0 ? max_sequences - counted : 0)) {
-    counted += static_cast<std::int64_t>(sequences.size());
+  if (max_sequences == 0) {
+    // Every document, as read_document() counts them (one with no token is none), without making
+    // sequences: a long document is counted part by part and its tokens are not held.
+    const Tokenizer& tokenizer = *text.tokenizer;
+    Document document;
+    while (documents.next(document)) {
+      std::vector<Token> tokens;
+      if (!document.more && document.text.size() <= kLongLineBytes) {
+        tokens = tokenizer.encode(document.text);
+        if (!tokens.empty()) counts->add_document(tokens, tokenizer);
+      } else if (encode_in_parts(tokenizer, documents, document, 0, /*read_all=*/true, counts.get(), tokens)) {
+        counts->end_document();
+      }
+    }
+  } else {
+    std::vector<Sequence> sequences;
+    std::int64_t counted = 0;
+    while (counted < max_sequences && read_document(documents, sequences, counts.get(), max_sequences - counted)) {
+      counted += static_cast<std::int64_t>(sequences.size());
+    }
   }
+  note_expansion(documents);
   return counts;
 }
 
+void RunState::note_expansion(const DocumentReader& documents) {
+  const std::string warning = documents.expansion_warning();
+  if (!warning.empty() && std::find(warnings.begin(), warnings.end(), warning) == warnings.end()) {
+    warnings.push_back(warning);
+  }
+}
+
 std::vector<Sequence> RunState::read_examples() {
+  // The corpus reader judges binary data by the first 64 KiB; prompts are few and all are shown,
+  // so a NUL byte anywhere is refused.
+  {
+    TextLineReader lines(options.examples_path, "expected a UTF-8 text file with one prompt per line", "text file");
+    for (std::string line; lines.next(line);) {
+      const std::size_t nul = line.find('\0');
+      if (nul != std::string::npos) {
+        throw InputError(fmt::format("--examples {}:{}: expected a UTF-8 text file with one prompt per line, found "
+                                     "binary data (a NUL byte at column {}); give the prompts as plain text",
+                                     options.examples_path, lines.line_number(), nul + 1));
+      }
+    }
+  }
   DocumentReader documents(options.examples_path, "none");
   if (std::string_view(documents.format()) != "text") {
     throw InputError(fmt::format("--examples {}: expected a text file with one prompt per line, found a {} file; "

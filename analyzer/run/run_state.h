@@ -68,17 +68,20 @@ struct RunState {
   std::vector<ExampleSequence> probe_examples;
 
   // Reads documents until one yields sequences: tokenized, cut into windows, words attached when
-  // parsed, counted into `frequencies` when given. False at the end of the corpus. With
-  // `max_windows` > 0, a long document (over kLongDocumentBytes) is tokenized only as far as its
-  // first max_windows windows need (all of it when counting frequencies, in pieces, never holding
-  // its tokens whole).
-  static constexpr std::size_t kLongDocumentBytes = std::size_t{1} << 20;
+  // parsed, counted into `frequencies` when given. False at the end of the corpus. A long document
+  // (over kLongLineBytes) is tokenized in parts (kLinePartBytes), never held whole; with
+  // `max_windows` > 0 it is read only as far as its first max_windows windows need, and only what
+  // was read is counted.
   bool read_document(DocumentReader& documents, std::vector<Sequence>& sequences,
                      DocumentFrequencies* counted, std::int64_t max_windows = 0) const;
 
   // Document frequencies of the corpus at `path`, as the idf pass counts them: every document
   // (line or sentence), or those of the first `max_sequences` sequences when it is not 0.
-  std::unique_ptr<DocumentFrequencies> count_frequencies(const std::string& path, std::int64_t max_sequences) const;
+  // Adds the reader's warning about an absurd expansion (TextLineReader::expansion_warning).
+  std::unique_ptr<DocumentFrequencies> count_frequencies(const std::string& path, std::int64_t max_sequences);
+
+  // Adds to `warnings` what `documents` found suspicious about its file (once per run).
+  void note_expansion(const DocumentReader& documents);
 
   // --examples FILE: its lines as sequences (the first window of each, BOS included), at most
   // ExampleSequence::kMaxExamples of them, for the report's example sequences. Throws InputError

@@ -6,9 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "analyzer/errors.h"
 
 namespace headscan {
 
@@ -43,5 +46,23 @@ SpooledInput::SpooledInput() {
 }
 
 SpooledInput::~SpooledInput() { unlink(path_.c_str()); }
+
+std::string SpooledInput::named(std::string text) const {
+  constexpr std::string_view kName = "- (standard input)";
+  for (std::size_t at = text.find(path_); at != std::string::npos; at = text.find(path_, at + kName.size())) {
+    text.replace(at, path_.size(), kName);
+  }
+  return text;
+}
+
+void SpooledInput::rethrow_named() const {
+  try {
+    throw;
+  } catch (const InputError& e) {
+    throw InputError(named(e.what()));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(named(e.what()));
+  }
+}
 
 }  // namespace headscan

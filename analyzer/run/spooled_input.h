@@ -18,6 +18,13 @@ class SpooledInput {
 
   const std::string& path() const { return path_; }
 
+  // `text` with the temporary file's path replaced by "- (standard input)": messages name the
+  // input as the user gave it.
+  std::string named(std::string text) const;
+
+  // Called in a catch block: throws the exception being handled again, its message named().
+  [[noreturn]] void rethrow_named() const;
+
  private:
   std::string path_;
 };

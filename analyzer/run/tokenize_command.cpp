@@ -30,7 +30,13 @@ class LineSource {
   }
 
   bool next(CorpusLine& line) {
-    if (file_) return file_->next(line);
+    if (file_) {
+      if (!file_->next(line)) return false;
+      // The command prints every token of the line: it holds the line whole.
+      for (std::string part; line.more && file_->next_part(part);) line.text += part;
+      line.more = false;
+      return true;
+    }
     std::string raw;
     while (read_raw(raw)) {
       ++line_number_;
