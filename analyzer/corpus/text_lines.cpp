@@ -92,6 +92,15 @@ class DecompressingBuffer : public std::streambuf {
                                    "could be read ({}); check or recreate the file",
                                    path, expected, compression, compression, why));
     }
+    if (empty_) {  // a stream of nothing, maybe followed by other bytes
+      check_end();
+      if (!error_.empty()) {
+        archive_read_free(archive_);
+        throw InputError(fmt::format("{}: {}, compressed with {}, but the stream holds nothing and {}; check or recreate "
+                                     "the file",
+                                     path, expected, compression, error_));
+      }
+    }
     // A file that only starts like a compressed one is read by the raw format as it is: refuse it.
     const int filter = archive_filter_code(archive_, 0);
     const int wanted = compression == "gzip" ? ARCHIVE_FILTER_GZIP
@@ -543,6 +552,17 @@ bool TextCorpusReader::document_of_json_line(CorpusLine& line) const {
   // Valid UTF-8: the line was repaired before parsing, and the parser refuses lone surrogates.
   line.text = object.at(*json_field_).get<std::string>();
   return !line.text.empty();
+}
+
+void reject_nul_bytes(const std::string& path, const std::string& option, const std::string& expected) {
+  TextLineReader lines(path, expected, "text file");
+  for (std::string line; lines.next(line);) {
+    const std::size_t nul = line.find('\0');
+    if (nul != std::string::npos) {
+      throw InputError(fmt::format("{} {}:{}: {}, found binary data (a NUL byte at column {}); give plain text", option,
+                                   path, lines.line_number(), expected, nul + 1));
+    }
+  }
 }
 
 std::string corpus_extension(const std::string& path) {

@@ -202,6 +202,11 @@ std::string corpus_extension(const std::string& path);
 // Whether `path` names a JSON Lines corpus (".jsonl", maybe compressed).
 bool is_jsonl_path(const std::string& path);
 
+// Refuses a text file with a NUL byte on any line (the corpus readers judge binary data by the
+// first 64 KiB only): for small files shown whole, such as --examples prompts. `option` prefixes
+// the message ("--examples"). Throws InputError naming the line and column.
+void reject_nul_bytes(const std::string& path, const std::string& option, const std::string& expected);
+
 // Replaces each maximal invalid UTF-8 subpart of `text` by U+FFFD; returns how many it replaced.
 std::size_t repair_utf8(std::string& text);
 

@@ -113,19 +113,8 @@ void RunState::note_expansion(const DocumentReader& documents) {
 }
 
 std::vector<Sequence> RunState::read_examples() {
-  // The corpus reader judges binary data by the first 64 KiB; prompts are few and all are shown,
-  // so a NUL byte anywhere is refused.
-  {
-    TextLineReader lines(options.examples_path, "expected a UTF-8 text file with one prompt per line", "text file");
-    for (std::string line; lines.next(line);) {
-      const std::size_t nul = line.find('\0');
-      if (nul != std::string::npos) {
-        throw InputError(fmt::format("--examples {}:{}: expected a UTF-8 text file with one prompt per line, found "
-                                     "binary data (a NUL byte at column {}); give the prompts as plain text",
-                                     options.examples_path, lines.line_number(), nul + 1));
-      }
-    }
-  }
+  // Prompts are few and shown whole: binary data anywhere is refused.
+  reject_nul_bytes(options.examples_path, "--examples", "expected a UTF-8 text file with one prompt per line");
   DocumentReader documents(options.examples_path, "none");
   if (std::string_view(documents.format()) != "text") {
     throw InputError(fmt::format("--examples {}: expected a text file with one prompt per line, found a {} file; "
