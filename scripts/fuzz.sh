@@ -54,6 +54,7 @@ dictionary_of() {
     conllu) echo "$root/tests/fuzz/dictionaries/conllu.dict" ;;
     idf) echo "$root/tests/fuzz/dictionaries/idf.dict" ;;
     option_values) echo "$root/tests/fuzz/dictionaries/option_values.dict" ;;
+    shard_state) echo "$root/tests/fuzz/dictionaries/shard_state.dict" ;;
   esac
 }
 

@@ -2,12 +2,13 @@
 // that is not a whole number, a mean outside its range, a name it does not know, another version,
 // a time that is not one, an examples.bin that holds no attention: exit 2, a message naming the
 // shard's file, the field and the rule, and nothing written. Untouched shards still merge.
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include "analyzer/errors.h"
+#include "analyzer/run/shard_state.h"
 #include "heads/classifier_set.h"
 #include "heads/saved_statistics.h"
 #include "tests/fixtures.h"
@@ -408,4 +410,36 @@ TEST_CASE("the checks of saved statistics know what every classifier saves", "[s
   damaged = saved;
   damaged["attention_sink"] = nlohmann::json::object();
   CHECK_THROWS_AS(other.merge(damaged), headscan::InputError);
+}
+
+TEST_CASE("the shard-state fuzz seeds are whole states or damaged ones that are refused", "[shards]") {
+  const fs::path seeds = fs::path(HEADSCAN_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "shard_state";
+  const std::vector<std::string> whole = {"state.json", "empty.json", "relations.json"};
+  // Each damaged seed breaks one rule (tests/fuzz/make_seeds.py).
+  const std::map<std::string, std::string> broken = {
+      {"fractional_count.json", "statistics.confidence.counts[0] is 1.5"},
+      {"float_count.json", "statistics.rare_word.baseline.count is 4.0"},
+      {"too_many_queries.json", "statistics.confidence.counts[0] is 4398046511104"},
+      {"mean_above_one.json", "statistics.self.sums[0][0] is 1.5 over 1 queries"},
+      {"sum_without_queries.json", "statistics.entropy.sums[0][0] is 3 but"},
+      {"unknown_statistic.json", "statistics holds \"attention_sink\""},
+      {"garbage_relation.json", "statistics.syntactic.relations holds \"\""},
+      {"version.json", "headscan_version is \"9.9.9\""},
+      {"seconds.json", "seconds is -1e+308"},
+      {"same_offset.json", "examples[1].offset is 0"}};
+  std::size_t read = 0;
+  for (const auto& entry : fs::directory_iterator(seeds)) {
+    const std::string name = entry.path().filename().string();
+    INFO(name);
+    const std::string text = read_file(entry.path());
+    if (std::find(whole.begin(), whole.end(), name) != whole.end()) {
+      const headscan::ShardState state = headscan::parse_shard_state(text, name);
+      CHECK_FALSE(headscan::implied_means(state.statistics, headscan::statistic_limits(state)).empty());
+      ++read;
+    } else {
+      REQUIRE(broken.count(name) == 1);
+      CHECK_THROWS_WITH(headscan::parse_shard_state(text, name), Contains(broken.at(name)));
+    }
+  }
+  CHECK(read == whole.size());
 }

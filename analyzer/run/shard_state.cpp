@@ -402,12 +402,13 @@ ShardState parse_shard_state(const std::string& text, const std::string& where) 
                             state.example_floats, next_offset));
   }
   state.seconds = fields.seconds(fields.get(root, "seconds", ""), "seconds");
-  for (const auto& [name, seconds] : fields.object(root, "phases", "").items()) {
+  for (const auto& item : fields.object(root, "phases", "").items()) {
+    const std::string& name = item.key();
     if (std::none_of(kPhases.begin(), kPhases.end(), [&](const char* phase) { return name == phase; })) {
       fields.fail(fmt::format("phases holds {}, a phase headscan {} does not know (it knows {})",
                               quote_json(nlohmann::json(name)), HEADSCAN_VERSION, fmt::join(kPhases, ", ")));
     }
-    state.phases.emplace_back(name, fields.seconds(seconds, below("phases", name)));
+    state.phases.emplace_back(name, fields.seconds(item.value(), below("phases", name)));
   }
   return state;
 }

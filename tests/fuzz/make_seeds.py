@@ -195,17 +195,51 @@ def option_seeds():
 
 
 def shard_state_seeds():
-    def state(index, count, examples):
+    # A model of 1 layer and 2 heads, windows of 16 tokens; shard 0 ran the 10 probes.
+    layers, heads, max_length = 1, 2, 16
+
+    def exact(value):
+        return [0, int(value * 2 ** 40)]
+
+    def means(count, values):
+        return {"sums": [[exact(count * value) for value in values] for _ in range(layers)], "counts": [count] * layers}
+
+    def statistics(tokens, sequences, probe_queries, relations):
+        corpus, later = tokens, tokens - sequences
+        return {
+            "previous_token": means(later, [0.9, 0.1]),
+            "positional": {d: {"weight": means(later, [0.5, 0.2]), "argmax": means(later, [0.5, 0.0])}
+                           for d in ("-1", "1", "-2", "2")},
+            "first_token": means(later, [0.05, 0.75]),
+            "entropy": means(corpus, [0.25, 0.5]),
+            "confidence": means(corpus, [0.875, 0.5]),
+            "mean_distance": means(corpus, [1.0, 3.5]),
+            "self": means(corpus, [0.125, 0.25]),
+            "induction": means(probe_queries, [0.0, 0.5]),
+            "duplicate_token": means(probe_queries, [0.25, 0.0]),
+            "induction_text": means(2, [0.5, 0.25]),
+            "rare_word": {"means": means(4, [0.5, 0.25]), "baseline": {"sum": exact(4 * 0.375), "count": 4}},
+            "syntactic": {"layers": layers, "heads": heads, "relations": relations},
+        }
+
+    def state(index, count, examples, relations=None):
+        tokens, sequences = 12, 3
+        probes = 10 if index == 0 else 0
+        parsed = 3 if relations else 0
         return {
             "format": "headscan-shard", "version": 1, "headscan_version": "0.1.0",
             "shard": {"index": index, "count": count, "slice": "bytes"},
-            "agree": {"model": {"sha256": "ab" * 32}, "seed": 0, "thresholds": {"previous_token": 0.5}},
-            "shape": {"layers": 1, "heads": 2, "causal": True},
-            "counts": {"lines": 3, "documents": 3, "sequences": 3, "tokens": 12, "lines_with_invalid_utf8": 0,
-                       "invalid_utf8_replacements": 0, "sentences": 0, "parsed_sentences": 0},
-            "statistics": {"entropy": {"sums": [[[0, 5], [0, 7]]], "counts": [9]}},
-            "document": {"model": {"layers": 1, "heads": 2, "kv_heads": 2}, "corpus": {"path": "c.txt"},
-                         "probes": {"count": 0}, "thresholds": {"previous_token": 0.5}, "heads": []},
+            "agree": {"headscan_version": "0.1.0", "model": {"sha256": "ab" * 32}, "max_length": max_length,
+                      "seed": 0, "thresholds": {"previous_token": 0.5},
+                      "shape": {"layers": layers, "heads": heads, "causal": True}},
+            "shape": {"layers": layers, "heads": heads, "causal": True},
+            "counts": {"lines": 3, "documents": 3, "sequences": sequences, "tokens": tokens,
+                       "lines_with_invalid_utf8": 0, "invalid_utf8_replacements": 0, "sentences": parsed,
+                       "parsed_sentences": parsed},
+            "statistics": statistics(tokens, sequences, 20 if probes else 0, relations or {}),
+            "document": {"headscan_version": "0.1.0", "model": {"layers": layers, "heads": heads, "kv_heads": 2},
+                         "corpus": {"path": "c.txt"}, "probes": {"count": probes},
+                         "thresholds": {"previous_token": 0.5}, "heads": []},
             "warnings": ["a warning"],
             "examples": [{"key": [index, i], "source": f"corpus line {i + 1}", "tokens": ["<s>", "w1"],
                           "special": [True, False], "offset": 8 * i} for i in range(examples)],
@@ -214,8 +248,30 @@ def shard_state_seeds():
             "seconds": 1.5,
             "phases": {"load": 0.5, "corpus": 1.0},
         }
+
+    nsubj = {"d2h": {"support": 3, "offsets": [[-2, 1], [-1, 2]], "correct": [2, 0]},
+             "h2d": {"support": 1, "offsets": [[-1, 1]], "correct": [0, 1]}}
     write("shard_state", "state.json", json.dumps(state(0, 2, 2), indent=1))
     write("shard_state", "empty.json", json.dumps(state(1, 2, 0)))
+    write("shard_state", "relations.json", json.dumps(state(1, 2, 1, {"nsubj": nsubj, "obl": {"d2h": nsubj["d2h"]}})))
+
+    # Damaged states the reader refuses (issue 23), as starting points for mutations.
+    def damaged(name, edit):
+        damaged_state = state(1, 2, 2, {"nsubj": nsubj})
+        edit(damaged_state)
+        write("shard_state", name, json.dumps(damaged_state))
+
+    damaged("fractional_count.json", lambda s: s["statistics"]["confidence"].update(counts=[1.5]))
+    damaged("float_count.json", lambda s: s["statistics"]["rare_word"]["baseline"].update(count=4.0))
+    damaged("too_many_queries.json", lambda s: s["statistics"]["confidence"].update(counts=[4398046511104]))
+    damaged("mean_above_one.json", lambda s: s["statistics"]["self"].update(counts=[1]))
+    damaged("sum_without_queries.json", lambda s: s["statistics"]["entropy"].update(counts=[0]))
+    damaged("unknown_statistic.json", lambda s: s["statistics"].update(attention_sink={"sums": [], "counts": []}))
+    damaged("garbage_relation.json", lambda s: s["statistics"]["syntactic"]["relations"].update(
+        {"": {"x2y": {"support": 1, "offsets": [[5, 2]], "correct": [3]}}}))
+    damaged("version.json", lambda s: s.update(headscan_version="9.9.9"))
+    damaged("seconds.json", lambda s: s.update(seconds=-1e308))
+    damaged("same_offset.json", lambda s: s["examples"][1].update(offset=0))
 
 
 def compare_run_seeds():
