@@ -18,7 +18,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 [[ $# -gt 0 ]] && shift
 all_targets=(tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values torchscript_pickle shard_state
-             compare_run)
+             compare_run compressed_corpus examples)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds == 0)); then
