@@ -104,6 +104,34 @@ TEST_CASE("damaged compressed corpora are refused naming the line after which th
   CHECK(read_file(dir / "twice.idf").rfind("headscan-idf 1\ndocuments 400000\n", 0) == 0);
 }
 
+// Formats whose lines or sentences must be held whole to be parsed have a bound, so that a small
+// compressed file cannot make headscan hold gigabytes.
+TEST_CASE("a compressed JSON Lines line or CoNLL-U sentence without end is refused in bounded memory",
+          "[corpus][compressed][e2e]") {
+  TempDir dir;
+  const std::string jsonl = dir.write(
+      "huge.jsonl.zst", compressed("{\"text\": \"" + std::string(70u << 20, 'a') + "\"}\n", ARCHIVE_FILTER_ZSTD));
+  std::string sentence;
+  for (int word = 1; word <= 120000; ++word) sentence += std::to_string(word) + "\tw3\t_\t_\t_\t_\t0\troot\t_\t_\n";
+  const std::string conllu = dir.write("endless.conllu.zst", compressed(sentence, ARCHIVE_FILTER_ZSTD));
+  struct Bomb {
+    std::string corpus;
+    std::string message;  // what it says, after the file and line
+  };
+  for (const Bomb& bomb : {Bomb{jsonl, ":1: expected a UTF-8 JSON Lines corpus (one object per line), found a line "
+                                       "longer than 64 MiB"},
+                           Bomb{conllu, ":100001: expected a UTF-8 CoNLL-U file (Universal Dependencies), found a "
+                                        "sentence of more than 100000 word lines (it starts on line 1)"}}) {
+    INFO(bomb.corpus);
+    const std::string out = (dir / "out").string();
+    const auto result = run_headscan({fixture("rare_word.pt"), bomb.corpus, "-o", out, "-q", "--parser", "none"});
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Contains(bomb.message));
+    CHECK_FALSE(std::filesystem::exists(out));
+    CHECK(result.max_rss_kb < 1200 * 1024);  // LibTorch's own 0.5 GB, the line's 0.2 GB at most
+  }
+}
+
 TEST_CASE("a JSON Lines corpus is analysed as the same lines of plain text", "[corpus][jsonl][e2e]") {
   TempDir dir;
   std::ifstream text(fixture("rare_word_corpus.txt"));

@@ -20,6 +20,9 @@ namespace headscan {
 namespace {
 
 constexpr const char* kExpected = "expected a UTF-8 CoNLL-U file (Universal Dependencies)";
+// Words, multiword ranges and empty nodes of one sentence, held until it ends: treebanks' longest
+// sentences have a few hundred; a file with no blank line would otherwise be held whole.
+constexpr std::size_t kMaxSentenceLines = 100000;
 
 // The ten columns of a word line, https://universaldependencies.org/format.html.
 enum Column : std::size_t { kId, kForm, kLemma, kUpos, kXpos, kFeats, kHead, kDeprel, kDeps, kMisc, kColumns };
@@ -256,6 +259,7 @@ bool ConlluReader::next(ConlluSentence& sentence) {
   while (true) {
     SentenceParser parser(lines_.where());
     std::size_t first_line = 0;  // 0: the sentence has not started
+    std::size_t word_lines = 0;
     while (lines_.next(line)) {
       if (is_blank(line)) {
         if (first_line != 0) break;
@@ -266,6 +270,11 @@ bool ConlluReader::next(ConlluSentence& sentence) {
         sentence.chunk = lines_.chunk();
       }
       if (line.front() == '#') continue;
+      if (++word_lines > kMaxSentenceLines) {
+        throw InputError(fmt::format("{}:{}: {}, found a sentence of more than {} word lines (it starts on line {}); "
+                                     "a sentence ends at a blank line: check the file",
+                                     lines_.where(), lines_.line_number(), kExpected, kMaxSentenceLines, first_line));
+      }
       parser.add_line(line, lines_.line_number());
     }
     if (first_line == 0) return false;
