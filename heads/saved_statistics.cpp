@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cmath>
-#include <initializer_list>
-#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,73 +14,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-// How a classifier saves its statistics (its save()).
-enum class Layout {
-  means,       // HeadMeans
-  positional,  // per offset d ("-1", "1", "-2", "2"): {"weight": HeadMeans, "argmax": HeadMeans}
-  rare_word,   // {"means": HeadMeans, "baseline": QueryMean}
-  relations,   // RelationAccuracy
-};
-// The queries a statistic counts.
-enum class Queries {
-  corpus,        // the corpus's queries: at most its tokens
-  later_corpus,  // the corpus's queries i ≥ 1 (with a key at i - 1, i + 1, ...): not a sequence's first token
-  probe,         // the probe sequences' queries
-};
-// The values a statistic averages.
-enum class Values {
-  share,     // from 0 to 1: attention weights and their sums over keys, entropies normalized by their
-             // maximum, shares of queries and keys
-  distance,  // from 0 to max_length - 1: distances between a query and its keys, in tokens
-};
-
-struct StatisticSchema {
-  const char* name;
-  Layout layout;
-  Queries queries;
-  Values values;
-};
-
-// Every classifier's statistics, in heads.json order (heads/registry.cpp), with what its
-// definition (heads/<name>.cpp) counts and averages. tests/test_saved_statistics.cpp checks that
-// this is what the classifiers save.
-constexpr StatisticSchema kStatistics[] = {
-    {"previous_token", Layout::means, Queries::later_corpus, Values::share},
-    {"positional", Layout::positional, Queries::later_corpus, Values::share},
-    {"first_token", Layout::means, Queries::later_corpus, Values::share},
-    {"entropy", Layout::means, Queries::corpus, Values::share},
-    {"confidence", Layout::means, Queries::corpus, Values::share},
-    {"mean_distance", Layout::means, Queries::corpus, Values::distance},
-    {"self", Layout::means, Queries::corpus, Values::share},
-    {"induction", Layout::means, Queries::probe, Values::share},
-    {"duplicate_token", Layout::means, Queries::probe, Values::share},
-    {"induction_text", Layout::means, Queries::corpus, Values::share},
-    {"rare_word", Layout::rare_word, Queries::corpus, Values::share},
-    {"syntactic", Layout::relations, Queries::corpus, Values::share},
-};
-constexpr const char* kPositionalOffsets[] = {"-1", "1", "-2", "2"};  // heads/positional.cpp
-constexpr const char* kDirections[] = {"d2h", "h2d"};                  // ArcDirection order
 constexpr std::size_t kMaxRelationName = 64;
-// Longer windows are taken as this long, so that sum bounds fit in 128 bits.
-constexpr std::int64_t kMaxWindow = std::int64_t{1} << 31;
 
 [[noreturn]] void fail(const std::string& message) { throw InputError(message); }
 
 std::string quoted_key(const std::string& key) { return quote_json(Json(key)); }
-
-// `saved` is an object with each of `keys` and no other.
-void expect_keys(const Json& saved, std::initializer_list<const char*> keys, const std::string& path) {
-  if (!saved.is_object()) fail(fmt::format("{} is {}, not an object", path, quote_json(saved)));
-  for (const char* key : keys) {
-    if (!saved.contains(key)) fail(fmt::format("{} has no \"{}\"", path, key));
-  }
-  for (const auto& item : saved.items()) {
-    if (std::none_of(keys.begin(), keys.end(), [&](const char* key) { return item.key() == key; })) {
-      fail(fmt::format("{} holds {}, a name headscan {} does not know there (it knows {})", path,
-                       quoted_key(item.key()), HEADSCAN_VERSION, fmt::join(keys, ", ")));
-    }
-  }
-}
 
 const Json& array_of(const Json& saved, const std::string& path, std::size_t size, const char* what) {
   if (!saved.is_array()) fail(fmt::format("{} is {}, not an array", path, quote_json(saved)));
@@ -97,200 +32,20 @@ const Json& array_of(const Json& saved, const std::string& path, std::size_t siz
 // The sum's value in messages: exact to about 15 digits.
 std::string sum_text(const ExactSum& sum) { return fmt::format("{}", sum.value()); }
 
-std::string list_names() {
-  std::vector<const char*> names;
-  for (const StatisticSchema& statistic : kStatistics) names.push_back(statistic.name);
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
-// A loaded HeadMeans or QueryMean with what bounds it.
-struct MeanGroup {
-  std::string path;
-  const StatisticSchema* statistic = nullptr;
-  std::optional<SavedHeadMeans> head_means;
-  std::optional<SavedQueryMean> query_mean;
-
-  // Every layer's count is the same: read the first.
-  std::int64_t count() const {
-    if (query_mean) return query_mean->count;
-    return head_means->counts.empty() ? 0 : head_means->counts.front();
-  }
-  std::string count_path() const { return query_mean ? path + ".count" : path + ".counts[0]"; }
-};
-
-const Limit& query_limit(Queries queries, const StatisticLimits& limits) {
-  switch (queries) {
-    case Queries::corpus: return limits.corpus_queries;
-    case Queries::later_corpus: return limits.later_corpus_queries;
-    case Queries::probe: return limits.probe_queries;
-  }
-  return limits.corpus_queries;
-}
-
-double highest_value(Values values, const StatisticLimits& limits) {
-  const std::int64_t max_length = std::clamp<std::int64_t>(limits.max_length.value, 1, kMaxWindow);
-  return values == Values::share ? 1.0 : static_cast<double>(max_length - 1);
-}
-
-std::string highest_text(const StatisticSchema& statistic, const StatisticLimits& limits) {
-  if (statistic.values == Values::share) {
-    return fmt::format("1 ({} averages attention weights or shares, from 0 to 1)", statistic.name);
-  }
-  return fmt::format("{} ({} - 1: {} averages distances in tokens within a window)",
-                     highest_value(statistic.values, limits), limits.max_length.origin, statistic.name);
-}
-
-// Two counts of the same queries are equal.
-void expect_same_queries(const MeanGroup& group, const MeanGroup& other, const char* why) {
-  if (group.count() != other.count()) {
-    fail(fmt::format("{} is {} but {} is {}: {}", group.count_path(), group.count(), other.count_path(),
-                     other.count(), why));
-  }
-}
-
-// The sums of `group` and its count's bound. A sum lies in [0, count · high]; rounding each batch
-// sum to 2^-40 (at most one batch per counted query) moves it by at most count · 2^-40.
-void check_means(const MeanGroup& group, const StatisticLimits& limits) {
-  const StatisticSchema& statistic = *group.statistic;
-  if (group.head_means) {
-    const auto& counts = group.head_means->counts;
-    for (std::size_t layer = 1; layer < counts.size(); ++layer) {
-      if (counts[layer] != counts[0]) {
-        fail(fmt::format("{}.counts[{}] is {} but {}.counts[0] is {}: every layer sees the same queries", group.path,
-                         layer, counts[layer], group.path, counts[0]));
-      }
-    }
-  }
-  const Limit& limit = query_limit(statistic.queries, limits);
-  const std::int64_t count = group.count();
-  if (count > limit.value) {
-    fail(fmt::format("{} is {}, more queries than {} can count in this run: at most {}, {}", group.count_path(), count,
-                     statistic.name, limit.value, limit.origin));
-  }
-  const double high = highest_value(statistic.values, limits);
-  const auto unit_bound =
-      static_cast<ExactSum::Units>(std::ceil(std::ldexp(high * (1 + kMeanRoundingAllowance), ExactSum::kFractionBits)));
-  const ExactSum::Units bound = static_cast<ExactSum::Units>(count) * (unit_bound + 1);
-  auto check = [&](const ExactSum& sum, const std::string& sum_path, const std::string& count_path) {
-    if (sum.units() < 0) {
-      fail(fmt::format("{} is {}, below 0: {} averages values of 0 or more", sum_path, sum_text(sum), statistic.name));
-    }
-    if (sum.units() > bound) {
-      fail(fmt::format("{} is {} over {} queries ({}): a mean of {}, above {}", sum_path, sum_text(sum), count,
-                       count_path, sum.value() / static_cast<double>(count), highest_text(statistic, limits)));
-    }
-  };
-  if (group.query_mean) {
-    check(group.query_mean->sum, group.path + ".sum", group.path + ".count");
-    return;
-  }
-  const auto& sums = group.head_means->sums;
-  for (std::size_t layer = 0; layer < sums.size(); ++layer) {
-    for (std::size_t head = 0; head < sums[layer].size(); ++head) {
-      const ExactSum& sum = sums[layer][head];
-      if (sum.units() >= 0 && sum.units() <= bound) continue;
-      check(sum, fmt::format("{}.sums[{}][{}]", group.path, layer, head), fmt::format("{}.counts[{}]", group.path, layer));
-    }
-  }
-}
-
-// Arcs of the relations: an arc's query is a word, a word has tokens; offsets lie inside a window,
-// and a causal model's query sees only the words before it.
-void check_relations(const SavedRelations& relations, const StatisticLimits& limits, const std::string& path) {
-  if (!relations.empty() && limits.parsed_sentences.value == 0) {
-    fail(fmt::format("{}.relations holds {}, but no sentence had a parse ({} is 0): syntactic statistics come from "
-                     "parsed sentences",
-                     path, quoted_key(relations.begin()->first), limits.parsed_sentences.origin));
-  }
-  std::array<std::int64_t, 2> arcs{0, 0};
-  for (const auto& [relation, directions] : relations) {
-    for (std::size_t direction = 0; direction < directions.size(); ++direction) {
-      if (!directions[direction]) continue;
-      const std::string direction_path = fmt::format("{}.relations.{}.{}", path, relation, kDirections[direction]);
-      arcs[direction] += directions[direction]->support;
-      if (arcs[direction] > limits.corpus_queries.value) {
-        fail(fmt::format("{}.support brings the {} arcs to {}, more than there are queries: {} {}", direction_path,
-                         kDirections[direction], arcs[direction], limits.corpus_queries.value,
-                         limits.corpus_queries.origin));
-      }
-      for (const auto& [offset, count] : directions[direction]->offsets) {
-        const std::int64_t distance = offset < 0 ? -static_cast<std::int64_t>(offset) : offset;
-        if (offset == 0 || distance >= limits.max_length.value) {
-          fail(fmt::format("{}.offsets holds offset {}: an arc joins two words of one window, from 1 to {} - 1 words "
-                           "apart ({} is {})",
-                           direction_path, offset, limits.max_length.origin, limits.max_length.origin,
-                           limits.max_length.value));
-        }
-        if (limits.causal && offset > 0) {
-          fail(fmt::format("{}.offsets holds offset {}: a causal model's query sees only earlier words (offsets "
-                           "below 0)",
-                           direction_path, offset));
-        }
-      }
-    }
-  }
-}
-
-// Loads every statistic (structure, names, shapes, whole counts) and checks its counts, means and
-// relations against `limits`; returns the means.
-std::vector<MeanGroup> load_statistics(const Json& statistics, const StatisticLimits& limits) {
-  const std::string root = "statistics";
-  if (!statistics.is_object()) fail(fmt::format("{} is {}, not an object", root, quote_json(statistics)));
-  for (const auto& item : statistics.items()) {
-    const bool known = std::any_of(std::begin(kStatistics), std::end(kStatistics),
-                                   [&](const StatisticSchema& statistic) { return item.key() == statistic.name; });
-    if (!known) {
-      fail(fmt::format("{} holds {}: no classifier of headscan {} saves statistics by that name (it knows {})", root,
-                       quoted_key(item.key()), HEADSCAN_VERSION, list_names()));
-    }
-  }
-  std::vector<MeanGroup> groups;
-  // Groups that count the same queries: (index, index, why).
-  std::vector<std::tuple<std::size_t, std::size_t, const char*>> same_queries;
-  auto head_means = [&](const Json& saved, const std::string& path, const StatisticSchema& statistic) {
-    groups.push_back({path, &statistic, load_head_means(saved, limits.layers, limits.heads, path), std::nullopt});
-    return groups.size() - 1;
-  };
-  for (const StatisticSchema& statistic : kStatistics) {
-    const std::string path = saved_statistics_path(statistic.name);
-    if (!statistics.contains(statistic.name)) {
-      fail(fmt::format("{} has no \"{}\": every classifier's statistics are saved", root, statistic.name));
-    }
-    const Json& saved = statistics.at(statistic.name);
-    switch (statistic.layout) {
-      case Layout::means:
-        head_means(saved, path, statistic);
-        break;
-      case Layout::positional:
-        expect_keys(saved, {kPositionalOffsets[0], kPositionalOffsets[1], kPositionalOffsets[2], kPositionalOffsets[3]},
-                    path);
-        for (const char* offset : kPositionalOffsets) {
-          const std::string offset_path = path + "." + offset;
-          expect_keys(saved.at(offset), {"weight", "argmax"}, offset_path);
-          const std::size_t weight = head_means(saved.at(offset).at("weight"), offset_path + ".weight", statistic);
-          const std::size_t argmax = head_means(saved.at(offset).at("argmax"), offset_path + ".argmax", statistic);
-          same_queries.emplace_back(argmax, weight, "both count the queries with a key at that offset");
-        }
-        break;
-      case Layout::rare_word: {
-        expect_keys(saved, {"means", "baseline"}, path);
-        const std::size_t means = head_means(saved.at("means"), path + ".means", statistic);
-        groups.push_back({path + ".baseline", &statistic, std::nullopt,
-                          load_query_mean(saved.at("baseline"), path + ".baseline")});
-        same_queries.emplace_back(groups.size() - 1, means, "the chance level is counted over the same queries");
-        break;
-      }
-      case Layout::relations:
-        check_relations(load_relations(saved, limits.layers, limits.heads, path), limits, path);
-        break;
-    }
-  }
-  for (const MeanGroup& group : groups) check_means(group, limits);
-  for (const auto& [group, other, why] : same_queries) expect_same_queries(groups[group], groups[other], why);
-  return groups;
-}
-
 }  // namespace
+
+void expect_saved_keys(const Json& saved, std::initializer_list<const char*> keys, const std::string& path) {
+  if (!saved.is_object()) fail(fmt::format("{} is {}, not an object", path, quote_json(saved)));
+  for (const char* key : keys) {
+    if (!saved.contains(key)) fail(fmt::format("{} has no \"{}\"", path, key));
+  }
+  for (const auto& item : saved.items()) {
+    if (std::none_of(keys.begin(), keys.end(), [&](const char* key) { return item.key() == key; })) {
+      fail(fmt::format("{} holds {}, a name headscan {} does not know there (it knows {})", path,
+                       quoted_key(item.key()), HEADSCAN_VERSION, fmt::join(keys, ", ")));
+    }
+  }
+}
 
 std::string saved_statistics_path(const std::string& classifier) { return "statistics." + classifier; }
 
@@ -312,7 +67,7 @@ std::int64_t load_count(const Json& saved, const std::string& path) {
 }
 
 SavedHeadMeans load_head_means(const Json& saved, int layers, int heads, const std::string& path) {
-  expect_keys(saved, {"sums", "counts"}, path);
+  expect_saved_keys(saved, {"sums", "counts"}, path);
   const Json& sums = array_of(saved.at("sums"), path + ".sums", static_cast<std::size_t>(layers), "layers");
   const Json& counts = array_of(saved.at("counts"), path + ".counts", static_cast<std::size_t>(layers), "layers");
   SavedHeadMeans loaded;
@@ -338,7 +93,7 @@ SavedHeadMeans load_head_means(const Json& saved, int layers, int heads, const s
 }
 
 SavedQueryMean load_query_mean(const Json& saved, const std::string& path) {
-  expect_keys(saved, {"sum", "count"}, path);
+  expect_saved_keys(saved, {"sum", "count"}, path);
   SavedQueryMean loaded;
   loaded.count = load_count(saved.at("count"), path + ".count");
   loaded.sum = ExactSum::load(saved.at("sum"), path + ".sum");
@@ -360,7 +115,7 @@ bool is_relation_name(const std::string& name) {
 namespace {
 
 SavedDirection load_direction(const Json& saved, std::size_t heads_in_all, const std::string& path) {
-  expect_keys(saved, {"support", "offsets", "correct"}, path);
+  expect_saved_keys(saved, {"support", "offsets", "correct"}, path);
   SavedDirection loaded;
   loaded.support = load_count(saved.at("support"), path + ".support");
   const Json& offsets = saved.at("offsets");
@@ -410,7 +165,7 @@ SavedDirection load_direction(const Json& saved, std::size_t heads_in_all, const
 }  // namespace
 
 SavedRelations load_relations(const Json& saved, int layers, int heads, const std::string& path) {
-  expect_keys(saved, {"layers", "heads", "relations"}, path);
+  expect_saved_keys(saved, {"layers", "heads", "relations"}, path);
   const std::int64_t saved_layers = load_count(saved.at("layers"), path + ".layers");
   const std::int64_t saved_heads = load_count(saved.at("heads"), path + ".heads");
   if (saved_layers != layers || saved_heads != heads) {
@@ -435,49 +190,20 @@ SavedRelations load_relations(const Json& saved, int layers, int heads, const st
     }
     auto& entry = loaded[relation];
     for (const auto& direction : directions.items()) {
-      const auto* const found = std::find(std::begin(kDirections), std::end(kDirections), direction.key());
-      if (found == std::end(kDirections)) {
+      std::optional<ArcDirection> found;
+      for (const ArcDirection known : {ArcDirection::d2h, ArcDirection::h2d}) {
+        if (direction.key() == direction_name(known)) found = known;
+      }
+      if (!found) {
         fail(fmt::format("{} holds {}: a relation holds \"d2h\", \"h2d\" or both", relation_path,
                          quoted_key(direction.key())));
       }
-      entry[static_cast<std::size_t>(found - std::begin(kDirections))] =
+      entry[static_cast<std::size_t>(*found)] =
           load_direction(direction.value(), static_cast<std::size_t>(layers) * static_cast<std::size_t>(heads),
                          relation_path + "." + direction.key());
     }
   }
   return loaded;
-}
-
-void check_saved_statistics(const Json& statistics, const StatisticLimits& limits) {
-  load_statistics(statistics, limits);
-}
-
-const std::vector<std::string>& saved_statistic_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> listed;
-    for (const StatisticSchema& statistic : kStatistics) listed.emplace_back(statistic.name);
-    return listed;
-  }();
-  return names;
-}
-
-std::vector<ImpliedMean> implied_means(const Json& statistics, const StatisticLimits& limits) {
-  std::vector<ImpliedMean> means;
-  for (const MeanGroup& group : load_statistics(statistics, limits)) {
-    const double high = highest_value(group.statistic->values, limits);
-    if (group.query_mean) {
-      means.push_back({group.path + ".sum", group.query_mean->sum, group.query_mean->count, high});
-      continue;
-    }
-    const auto& loaded = *group.head_means;
-    for (std::size_t layer = 0; layer < loaded.sums.size(); ++layer) {
-      for (std::size_t head = 0; head < loaded.sums[layer].size(); ++head) {
-        means.push_back({fmt::format("{}.sums[{}][{}]", group.path, layer, head), loaded.sums[layer][head],
-                         loaded.counts[layer], high});
-      }
-    }
-  }
-  return means;
 }
 
 }  // namespace headscan

@@ -21,7 +21,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/run/shard_state.h"
 #include "heads/classifier_set.h"
-#include "heads/saved_statistics.h"
+#include "heads/statistic_limits.h"
 #include "tests/fixtures.h"
 
 using Catch::Matchers::Contains;

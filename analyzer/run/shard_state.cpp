@@ -12,6 +12,7 @@
 
 #include "analyzer/errors.h"
 #include "analyzer/json_limits.h"
+#include "heads/saved_statistics.h"
 
 namespace headscan {
 namespace {
@@ -20,10 +21,8 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::uint64_t kMaxLayersOrHeads = 1 << 16;
 constexpr std::size_t kMaxStateBytes = std::size_t{1} << 30;
-// At most 2^42 each, so that a million shards add up without overflow.
-constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 42;
-// Windows longer than this are no model's (the bounds of statistics need max_length to fit).
-constexpr std::uint64_t kMaxWindow = std::uint64_t{1} << 31;
+// Counts as saved statistics' (2^42), so that a million shards add up without overflow.
+constexpr auto kMaxCount = static_cast<std::uint64_t>(kMaxSavedCount);
 constexpr std::uint64_t kMaxProbes = 1 << 20;
 // A run's time and its phases', in seconds: finite, and added up over a million shards still finite.
 constexpr double kMaxSeconds = 1e9;
@@ -361,7 +360,7 @@ ShardState parse_shard_state(const std::string& text, const std::string& where) 
   state.causal = fields.boolean(shape, "causal", "shape");
   state.agree = fields.object(root, "agree", "");
   check_agree(fields, state.agree, shape);
-  state.max_length = static_cast<std::int64_t>(fields.count(state.agree, "max_length", "agree", kMaxWindow));
+  state.max_length = static_cast<std::int64_t>(fields.count(state.agree, "max_length", "agree", kMaxSavedWindow));
   if (state.max_length < 2) fields.fail("agree.max_length is below 2: a window holds at least 2 tokens");
   state.counts = parse_counts(fields, fields.object(root, "counts", ""), state.max_length);
 

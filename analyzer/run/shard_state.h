@@ -6,7 +6,7 @@
 // A state is checked as a whole when it is read, before merge adds anything: every name is one
 // this reader knows, the headscan version is this one wherever it is written, counts are whole
 // numbers, every statistic's counts and means are within what the shard's counts allow
-// (heads/saved_statistics.h), times are finite, and examples.bin holds the examples end to end,
+// (heads/statistic_limits.h), times are finite, and examples.bin holds the examples end to end,
 // every weight from 0 to 1.
 //
 // state.json: {"format": "headscan-shard", "version": 1, "headscan_version",
@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "heads/saved_statistics.h"
+#include "heads/statistic_limits.h"
 
 namespace headscan {
 

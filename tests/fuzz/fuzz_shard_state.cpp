@@ -9,6 +9,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/run/shard_state.h"
 #include "heads/saved_statistics.h"
+#include "heads/statistic_limits.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
