@@ -1,11 +1,14 @@
 // The corpus reader: one document per line, empty lines skipped, invalid UTF-8 repaired, binary
 // files and missing paths rejected with messages that say what to do.
 
+#include <archive.h>
+
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
+#include "analyzer/corpus/documents.h"
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/errors.h"
 #include "tests/fixtures.h"
@@ -185,5 +188,82 @@ TEST_CASE("JSON Lines lines that are not an object with the string field are ref
     TextCorpusReader again(path, std::string("text"));
     again.next(line);
     CHECK_THROWS_WITH(again.next(line), Catch::Contains(path + ":2") && Catch::Contains(bad.found));
+  }
+}
+
+// A line over kLongLineBytes comes in parts, never whole: the parts are the line's own cuts
+// (line_part_end over the whole line, after its byte order mark and '\r' are removed and its
+// invalid UTF-8 replaced), from a plain file as from a compressed stream; what a caller does not
+// read of a line is skipped by the next call.
+TEST_CASE("long lines come in parts that join to the line", "[corpus][long-lines]") {
+  TempDir dir;
+  // Words, a run of spaces, invalid bytes and characters of 2 to 4 bytes, so that reads end inside
+  // characters and parts end at every kind of cut.
+  std::string line;
+  for (int i = 0; line.size() < 3 * headscan::kLongLineBytes; ++i) {
+    line += "w" + std::to_string(i % 97);
+    line += i % 7 == 0 ? "    " : " ";
+    if (i % 1001 == 0) line += "\xE4\xB8\x96\xF0\x9F\x98\x80";
+    if (i % 1777 == 0) line += "\xFF\xE2\x82";
+    if (i % 50000 == 0) line += std::string(300000, 'x');  // a part with no whitespace to cut at
+  }
+  const std::string file_text = "\xEF\xBB\xBF" + line + "\r\nshort line\nw1 w2\n";
+  std::string expected = line;
+  const std::size_t replacements = repair_utf8(expected);
+  std::vector<std::string> expected_parts;
+  for (std::size_t begin = 0; begin < expected.size();) {
+    const std::size_t end = headscan::line_part_end(expected, begin);
+    expected_parts.push_back(expected.substr(begin, end - begin));
+    begin = end;
+  }
+  const std::string plain = dir.write("long.txt", file_text);
+  const std::string packed = dir.write("long.txt.gz", headscan::testing::compressed(file_text, ARCHIVE_FILTER_GZIP));
+  for (const std::string& path : {plain, packed}) {
+    INFO(path);
+    TextCorpusReader reader(path);
+    CorpusLine first;
+    REQUIRE(reader.next(first));
+    CHECK(first.more);
+    std::vector<std::string> parts{first.text};
+    for (std::string part; reader.next_part(part);) parts.push_back(part);
+    CHECK(parts.size() == expected_parts.size());
+    CHECK(parts == expected_parts);
+    CHECK(reader.invalid_utf8_replacements() == replacements);
+    CHECK(reader.lines_with_invalid_utf8() == 1);
+    CorpusLine next;
+    REQUIRE(reader.next(next));
+    CHECK(next.text == "short line");
+    CHECK(next.line_number == 2);
+    CHECK_FALSE(next.more);
+
+    // Only the first part read: the next call skips the rest.
+    TextCorpusReader skipping(path);
+    REQUIRE(skipping.next(first));
+    REQUIRE(skipping.next(next));
+    CHECK(next.text == "short line");
+    CHECK(next.line_number == 2);
+    REQUIRE(skipping.next(next));
+    CHECK(next.text == "w1 w2");
+    CHECK_FALSE(skipping.next(next));
+  }
+
+  // The parsing reader (link-grammar on its own thread) hands the long line's parts over and goes
+  // on after it, whether they were all read or not.
+  for (const bool read_parts : {true, false}) {
+    headscan::DocumentReader documents(plain, "link-grammar");
+    headscan::Document document;
+    REQUIRE(documents.next(document));
+    CHECK(document.more);
+    CHECK(document.parse == nullptr);
+    std::size_t parts = 1;
+    for (std::string part; read_parts && documents.next_part(part);) ++parts;
+    if (read_parts) CHECK(parts == expected_parts.size());
+    REQUIRE(documents.next(document));
+    CHECK(document.text == "short line");
+    CHECK(document.line_number == 2);
+    REQUIRE(documents.next(document));
+    CHECK(document.text == "w1 w2");
+    CHECK_FALSE(documents.next(document));
+    CHECK(documents.counts().lines_read == 3);
   }
 }
