@@ -157,11 +157,13 @@ TEST_CASE("merge refuses counts, means, names, versions and times a shard cannot
   found.erase("run");
   CHECK(found == expected);
 
+  // Blocks rather than SECTIONs, which would run the shards again for each.
   DamagedShards damaged(dir, shards);
   auto statistic = [](const char* name) { return [name](Json& state) -> Json& { return state["statistics"][name]; }; };
   const auto confidence = statistic("confidence");
 
-  SECTION("counts are whole numbers from 0 to 2^42") {
+  {
+    INFO("counts are whole numbers from 0 to 2^42");
     for (const Json& count : {Json(1.5), Json(0.5), Json(2.0), Json(-3), Json("7"), Json(std::uint64_t{1} << 43)}) {
       INFO(count.dump());
       const std::string err = damaged.refused(1, [&](Json& state) { confidence(state)["counts"][0] = count; });
@@ -173,7 +175,8 @@ TEST_CASE("merge refuses counts, means, names, versions and times a shard cannot
                Contains("counts.tokens is 17356.0") && Contains("whole number"));
   }
 
-  SECTION("a count is within what the shard's tokens, sequences and probes allow") {
+  {
+    INFO("a count is within what the shard's tokens, sequences and probes allow");
     CHECK_THAT(damaged.refused(1, [&](Json& state) { set_counts(confidence(state), std::int64_t{1} << 42); }),
                Contains("statistics.confidence.counts[0] is 4398046511104") && Contains("counts.tokens") &&
                    Contains(std::to_string(tokens)));
@@ -198,7 +201,8 @@ TEST_CASE("merge refuses counts, means, names, versions and times a shard cannot
                Contains("statistics.rare_word.baseline.count") && Contains("same queries"));
   }
 
-  SECTION("a mean lies in its range, and no query means no sum") {
+  {
+    INFO("a mean lies in its range, and no query means no sum");
     // confidence: a mean of probabilities from 0 to 1; a count of 1 makes it hundreds.
     CHECK_THAT(damaged.refused(1, [&](Json& state) { set_counts(confidence(state), 1); }),
                Contains("statistics.confidence.sums[0][0]") && Contains("above 1"));
@@ -226,7 +230,8 @@ TEST_CASE("merge refuses counts, means, names, versions and times a shard cannot
                Contains("statistics.entropy.sums[0] holds 2 heads"));
   }
 
-  SECTION("every name is one headscan knows") {
+  {
+    INFO("every name is one headscan knows");
     CHECK_THAT(damaged.refused(1, [](Json& state) { state["statistics"]["attention_sink"] = Json::object(); }),
                Contains("statistics holds \"attention_sink\""));
     CHECK_THAT(damaged.refused(1, [](Json& state) { state["statistics"].erase("self"); }),
@@ -255,7 +260,8 @@ TEST_CASE("merge refuses counts, means, names, versions and times a shard cannot
                Contains("agree.shape is"));
   }
 
-  SECTION("the headscan version is checked wherever a state writes it") {
+  {
+    INFO("the headscan version is checked wherever a state writes it");
     CHECK_THAT(damaged.refused(1, [](Json& state) { state["headscan_version"] = "9.9.9"; }),
                Contains("headscan_version is \"9.9.9\"") && Contains("this is headscan " HEADSCAN_VERSION));
     CHECK_THAT(damaged.refused(1, [](Json& state) { state["document"]["headscan_version"] = "9.9.9"; }),
@@ -264,14 +270,16 @@ TEST_CASE("merge refuses counts, means, names, versions and times a shard cannot
                Contains("agree.headscan_version is \"9.9.9\""));
   }
 
-  SECTION("times are finite and not negative") {
+  {
+    INFO("times are finite and not negative");
     CHECK_THAT(damaged.refused(1, [](Json& state) { state["seconds"] = -1e308; }),
                Contains("seconds is -1e+308") && Contains("seconds from 0"));
     CHECK_THAT(damaged.refused(0, [](Json& state) { state["phases"]["probes"] = -1; }), Contains("phases.probes is -1"));
     CHECK_THAT(damaged.refused(0, [](Json& state) { state["phases"]["load"] = 1e300; }), Contains("phases.load is"));
   }
 
-  SECTION("examples lie end to end in examples.bin, and their weights are probabilities") {
+  {
+    INFO("examples lie end to end in examples.bin, and their weights are probabilities");
     REQUIRE(corpus_state["examples"].size() >= 2);
     CHECK_THAT(damaged.refused(1, [](Json& state) { state["examples"][1]["offset"] = state["examples"][0]["offset"]; }),
                Contains("examples[1].offset is 0") && Contains("no two overlap"));
