@@ -69,6 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   std::string stream = compress(text, filter);
   if (damage == 1) stream.resize(cut_at % stream.size());
+  // Cut within its magic number, the file is no longer compressed data but a (short) text.
+  const std::size_t magic = filter == ARCHIVE_FILTER_GZIP ? 2 : filter == ARCHIVE_FILTER_ZSTD ? 4 : 6;
+  if (stream.size() < magic) return 0;
   if (damage == 2) stream += "not compressed data\n";
   const headscan::fuzz::MemoryFile file(stream);
   std::vector<std::string> given;
