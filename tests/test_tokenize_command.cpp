@@ -1,12 +1,15 @@
 // `headscan tokenize`: the JSON lines it prints (ids, token strings, character spans, BOS and
 // windows exactly as the analysis builds them), the BOS rule, and the command line.
 
+#include <archive.h>
+
 #include <catch2/catch.hpp>
 
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "analyzer/corpus/text_lines.h"
 #include "analyzer/model/model_metadata.h"
 #include "analyzer/run/text_setup.h"
 #include "analyzer/run/tokenize_command.h"
@@ -214,6 +217,54 @@ TEST_CASE("tokenize frames every window as the tokenizer's template does", "[tok
     options.tokenizer_path = dir.write("tokenizer.json", bert_like(template_processing).dump());
     CHECK_THROWS_WITH(tokenize(options), Catch::Contains("\"</s>\"") && Catch::Contains("not in its vocabulary"));
   }
+}
+
+// A line over kLongLineBytes is tokenized in its parts, as the analysis does, and never held whole:
+// the windows are those of the parts' tokens one after the other, spans counted over the line.
+TEST_CASE("tokenize cuts a long line's windows from its parts, as the analysis does", "[tokenizer][tokenize]") {
+  TempDir dir;
+  const json spec = llama_like();
+  headscan::TokenizeOptions options;
+  options.tokenizer_path = dir.write("tokenizer.json", spec.dump());
+  options.max_length = 512;
+  std::string line;
+  for (int i = 0; line.size() <= 2 * headscan::kLongLineBytes; ++i) line += i % 5 == 0 ? "Hi 你   " : "Hi ";
+  options.input_path = dir.write("long.txt", line + "\nHi\n");
+  const std::vector<std::string> plain = tokenize(options);
+  options.input_path = dir.write("long.txt.gz", headscan::testing::compressed(line + "\nHi\n", ARCHIVE_FILTER_GZIP));
+  CHECK(tokenize(options) == plain);
+
+  const auto tokenizer = build(spec);
+  std::vector<std::int64_t> expected;
+  for (std::size_t begin = 0; begin < line.size();) {
+    const std::size_t end = headscan::line_part_end(line, begin);
+    for (const headscan::Token& token : tokenizer->encode(std::string_view(line).substr(begin, end - begin))) {
+      expected.push_back(token.id);
+    }
+    begin = end;
+  }
+  std::vector<std::int64_t> found;
+  std::size_t windows = 0;
+  std::int64_t last_end = 0;
+  bool in_order = true;  // spans in code points of the whole line, one after the other
+  for (const std::string& text : plain) {
+    const json window = json::parse(text);
+    if (window["line"] != 1) continue;
+    CHECK(window["window"] == windows);
+    ++windows;
+    const auto ids = window["ids"].get<std::vector<std::int64_t>>();
+    CHECK(ids.front() == 1);  // <s>
+    found.insert(found.end(), ids.begin() + 1, ids.end());
+    for (std::size_t i = 1; i < window["spans"].size(); ++i) {
+      in_order = in_order && window["spans"][i][0].get<std::int64_t>() >= last_end - 1;  // byte pieces share one
+      last_end = window["spans"][i][1].get<std::int64_t>();
+    }
+  }
+  CHECK(in_order);
+  CHECK(found == expected);
+  CHECK(windows == (expected.size() + 510) / 511);
+  CHECK(last_end == static_cast<std::int64_t>(headscan::code_points_before(line).back()));
+  CHECK(json::parse(plain.back())["line"] == 2);
 }
 
 TEST_CASE("post-processors: prefix and suffix of a single text", "[tokenizer][tokenize]") {

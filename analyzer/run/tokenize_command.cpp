@@ -30,13 +30,7 @@ class LineSource {
   }
 
   bool next(CorpusLine& line) {
-    if (file_) {
-      if (!file_->next(line)) return false;
-      // The command prints every token of the line: it holds the line whole.
-      for (std::string part; line.more && file_->next_part(part);) line.text += part;
-      line.more = false;
-      return true;
-    }
+    if (file_) return file_->next(line);
     std::string raw;
     while (read_raw(raw)) {
       ++line_number_;
@@ -49,6 +43,9 @@ class LineSource {
     }
     return false;
   }
+
+  // The next part of a line that came with `more` (from a file only).
+  bool next_part(std::string& part) { return file_ && file_->next_part(part); }
 
   std::size_t invalid_lines() const { return file_ ? file_->lines_with_invalid_utf8() : invalid_lines_; }
 
@@ -95,46 +92,73 @@ TokenizeSummary run_tokenize(const TokenizeOptions& options, std::istream& stand
   const std::vector<std::string> suffix = tokenizer.template_suffix();
   summary.suffix = suffix.empty() ? "none" : fmt::format("{} (from tokenizer template)", fmt::join(suffix, " "));
 
+  // A token with its span in code points of the line.
+  struct SpannedToken {
+    Token token;
+    std::size_t begin = 0;
+    std::size_t end = 0;
+  };
+  const std::size_t room = shape.room();
   LineSource lines(options, standard_input);
   CorpusLine line;
   while (lines.next(line)) {
     ++summary.documents;
-    const std::vector<Token> tokens = tokenizer.encode(line.text);
-    const std::vector<std::size_t> before = code_points_before(line.text);
-    auto begin_of = [&](std::size_t byte) {  // the character that contains `byte`
-      const bool inside = byte < line.text.size() && (static_cast<unsigned char>(line.text[byte]) & 0xC0) == 0x80;
-      return before[byte] - (inside ? 1 : 0);
+    std::vector<SpannedToken> pending;  // tokens not yet in a window
+    std::size_t window = 0;
+    // Writes the windows that `pending` fills (all of them, the last one short, when `line_ends`).
+    auto write_windows = [&](bool line_ends) {
+      std::size_t start = 0;
+      for (; start < pending.size() && (line_ends || pending.size() - start >= room); start += room) {
+        const std::size_t stop = std::min(pending.size(), start + room);
+        std::vector<Token> tokens;
+        for (std::size_t i = start; i < stop; ++i) tokens.push_back(pending[i].token);
+        const Sequence sequence = make_sequences(tokens, tokenizer, shape, line.line_number).front();
+        nlohmann::ordered_json ids = nlohmann::ordered_json::array();
+        nlohmann::ordered_json pieces = nlohmann::ordered_json::array();
+        nlohmann::ordered_json spans = nlohmann::ordered_json::array();
+        if (shape.bos_id) {
+          ids.push_back(*shape.bos_id);
+          pieces.push_back(bos->token);
+          spans.push_back({0, 0});
+        }
+        for (std::size_t i = start; i < stop; ++i) {
+          ids.push_back(pending[i].token.id);
+          pieces.push_back(pending[i].token.piece);
+          spans.push_back({pending[i].begin, pending[i].end});
+        }
+        for (std::size_t k = 0; k < sequence.suffix_length; ++k) {
+          ids.push_back(shape.suffix_ids[k]);
+          pieces.push_back(suffix[k]);
+          spans.push_back({0, 0});  // as the tokenizers library gives special tokens
+        }
+        const nlohmann::ordered_json object = {{"line", line.line_number}, {"window", window++},
+                                               {"ids", ids},                {"tokens", pieces},
+                                               {"spans", spans}};
+        out << object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+        ++summary.windows;
+        summary.tokens += sequence.ids.size();
+      }
+      pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(std::min(start, pending.size())));
     };
-    std::size_t next_token = 0;
-    for (const Sequence& sequence : make_sequences(tokens, tokenizer, shape, line.line_number)) {
-      nlohmann::ordered_json ids = nlohmann::ordered_json::array();
-      nlohmann::ordered_json pieces = nlohmann::ordered_json::array();
-      nlohmann::ordered_json spans = nlohmann::ordered_json::array();
-      std::size_t position = 0;
-      if (shape.bos_id) {
-        ids.push_back(*shape.bos_id);
-        pieces.push_back(bos->token);
-        spans.push_back({0, 0});
-        position = 1;
+    // A line over kLongLineBytes is tokenized in its parts, as the analysis tokenizes it, and its
+    // windows are written as the parts fill them: such a line is never held whole.
+    std::size_t characters_before = 0;  // code points of the line's earlier parts
+    std::string part = std::move(line.text);
+    for (bool more = true; more; more = line.more && lines.next_part(part)) {
+      const std::vector<std::size_t> before = code_points_before(part);
+      auto begin_of = [&](std::size_t byte) {  // the character that contains `byte`
+        const bool inside = byte < part.size() && (static_cast<unsigned char>(part[byte]) & 0xC0) == 0x80;
+        return before[byte] - (inside ? 1 : 0);
+      };
+      for (Token& token : tokenizer.encode(part)) {
+        const std::size_t begin = characters_before + begin_of(token.begin);
+        const std::size_t end = characters_before + before[token.end];
+        pending.push_back({std::move(token), begin, end});
       }
-      for (; position + sequence.suffix_length < sequence.ids.size(); ++position, ++next_token) {
-        const Token& token = tokens.at(next_token);
-        ids.push_back(token.id);
-        pieces.push_back(token.piece);
-        spans.push_back({begin_of(token.begin), before[token.end]});
-      }
-      for (std::size_t k = 0; k < sequence.suffix_length; ++k) {
-        ids.push_back(shape.suffix_ids[k]);
-        pieces.push_back(suffix[k]);
-        spans.push_back({0, 0});  // as the tokenizers library gives special tokens
-      }
-      const nlohmann::ordered_json object = {{"line", line.line_number}, {"window", sequence.window},
-                                             {"ids", ids},                {"tokens", pieces},
-                                             {"spans", spans}};
-      out << object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
-      ++summary.windows;
-      summary.tokens += sequence.ids.size();
+      characters_before += before.back();
+      write_windows(/*line_ends=*/false);
     }
+    write_windows(/*line_ends=*/true);
   }
   if (lines.invalid_lines() > 0) {
     summary.warnings.push_back(fmt::format("{} line(s) had invalid UTF-8, replaced by U+FFFD before tokenizing",
