@@ -228,7 +228,9 @@ TEST_CASE("tokenize cuts a long line's windows from its parts, as the analysis d
   options.tokenizer_path = dir.write("tokenizer.json", spec.dump());
   options.max_length = 512;
   std::string line;
-  for (int i = 0; line.size() <= 2 * headscan::kLongLineBytes; ++i) line += i % 5 == 0 ? "Hi 你   " : "Hi ";
+  for (int i = 0; line.size() <= headscan::kLongLineBytes + 3 * headscan::kLinePartBytes / 2; ++i) {
+    line += i % 5 == 0 ? "Hi 你   " : "Hi ";
+  }
   options.input_path = dir.write("long.txt", line + "\nHi\n");
   const std::vector<std::string> plain = tokenize(options);
   options.input_path = dir.write("long.txt.gz", headscan::testing::compressed(line + "\nHi\n", ARCHIVE_FILTER_GZIP));
@@ -261,7 +263,9 @@ TEST_CASE("tokenize cuts a long line's windows from its parts, as the analysis d
     }
   }
   CHECK(in_order);
-  CHECK(found == expected);
+  CHECK(found.size() == expected.size());
+  const bool same_ids = found == expected;  // (not expanded: a million ids)
+  CHECK(same_ids);
   CHECK(windows == (expected.size() + 510) / 511);
   CHECK(last_end == static_cast<std::int64_t>(headscan::code_points_before(line).back()));
   CHECK(json::parse(plain.back())["line"] == 2);
