@@ -8,7 +8,8 @@
 // headscan could set. So the executable starts itself again with the variable set: from
 // .preinit_array, which the dynamic loader runs before any library's initializer, the second
 // start costs a few milliseconds of loading and nothing of LibTorch's own start-up.
-// A value the user gave (OMP_WAIT_POLICY=ACTIVE included) is kept as given.
+// A value the user gave (OMP_WAIT_POLICY=ACTIVE included) is kept as given, and under valgrind the
+// program is not started again (set the variable yourself there).
 #include <unistd.h>
 
 #include <cstring>
@@ -22,6 +23,8 @@ void start_again_with_passive_wait(int /*argc*/, char** argv, char** envp) {
   std::size_t count = 0;
   for (char** entry = envp; entry != nullptr && *entry != nullptr; ++entry, ++count) {
     if (std::strncmp(*entry, kVariable, sizeof(kVariable) - 1) == 0) return;
+    // Under valgrind /proc/self/exe is valgrind's own tool, not this program: no second start.
+    if (std::strncmp(*entry, "LD_PRELOAD=", 11) == 0 && std::strstr(*entry, "/vgpreload_") != nullptr) return;
   }
   if (count > 100000) return;  // an environment this large stays as it is rather than fill the stack
   // No allocation: the C library is not initialized yet.
