@@ -100,7 +100,29 @@ void summarize_range(const float* data, std::int64_t length, std::int64_t first,
 
 }  // namespace
 
+RowSummary summarize_rows_by_tensor_ops(const at::Tensor& attention, bool causal) {
+  TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
+  TORCH_CHECK(attention.size(2) == attention.size(3), "attention must be [B,H,T,T], got ", attention.sizes());
+  at::Tensor weights = attention.to(torch::kFloat);
+  const std::int64_t length = weights.size(3);
+  at::Tensor candidates = weights;  // for the largest weight: the visible keys only
+  if (causal) {
+    const at::Tensor future = torch::ones({length, length}, weights.options().dtype(torch::kBool)).triu(1);
+    candidates = weights.masked_fill(future, -std::numeric_limits<float>::infinity());
+    weights = weights.masked_fill(future, 0.0f);
+  }
+  const at::Tensor position = torch::arange(length, weights.options());
+  const at::Tensor distances = (position.unsqueeze(1) - position.unsqueeze(0)).abs();  // [T, T]: |i - j|
+  RowSummary summary;
+  summary.entropy = -(weights * weights.clamp_min(FLT_MIN).log()).sum(-1);  // 0 log 0 = 0
+  summary.max = candidates.amax(-1);
+  summary.argmax = candidates.argmax(-1);
+  summary.distance = (weights * distances).sum(-1);
+  return summary;
+}
+
 RowSummary summarize_rows(const at::Tensor& attention, bool causal) {
+  if (!attention.device().is_cpu()) return summarize_rows_by_tensor_ops(attention, causal);
   TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
   TORCH_CHECK(attention.size(2) == attention.size(3), "attention must be [B,H,T,T], got ", attention.sizes());
   const at::Tensor weights = attention.to(torch::kFloat).contiguous();
