@@ -4,7 +4,8 @@
 // and labels at the end. Statistics merge, so shards of a corpus can be analysed separately.
 //
 // Shapes: attention is [B, H, T, T] float32 (query rows, key columns, rows sum to 1 over the
-// keys each query can see); per-batch context tensors are [B, T].
+// keys each query can see); per-batch context tensors are [B, T], on the attention's device.
+// Statistics are tensor operations on that device; only per-head sums leave it.
 
 #include <cstdint>
 #include <string>
@@ -23,6 +24,7 @@ namespace headscan {
 
 struct SequenceWords;
 class RowSummaryCache;
+class DeviceSums;
 
 // Where a batch comes from: the user's corpus or headscan's synthetic probe sequences. Each
 // classifier reads the batches of one source; a pass (analyzer/run/pass.h) says which source its
@@ -48,6 +50,9 @@ struct BatchContext {
   // Per-row statistics of the current layer shared by the classifiers (heads/row_summary.h);
   // null: each classifier computes them itself.
   RowSummaryCache* rows = nullptr;
+  // Where the batch's per-head sums wait to leave the attention's device together
+  // (heads/device_sums.h); null: each statistic is brought to the host at once.
+  DeviceSums* sums = nullptr;
 };
 
 // What a classifier concludes about one head.

@@ -14,7 +14,9 @@ namespace headscan {
 ClassifierSet::ClassifierSet() : ClassifierSet(make_classifiers()) {}
 
 ClassifierSet::ClassifierSet(std::vector<std::unique_ptr<HeadClassifier>> classifiers)
-    : classifiers_(std::move(classifiers)), rows_(std::make_unique<RowSummaryCache>()) {}
+    : classifiers_(std::move(classifiers)),
+      rows_(std::make_unique<RowSummaryCache>()),
+      sums_(std::make_unique<DeviceSums>()) {}
 
 ClassifierSet::~ClassifierSet() = default;
 ClassifierSet::ClassifierSet(ClassifierSet&&) noexcept = default;
@@ -25,11 +27,20 @@ void ClassifierSet::begin(const ModelShape& shape) {
   for (auto& classifier : classifiers_) classifier->begin(shape);
 }
 
-void ClassifierSet::begin_batch() { *rows_ = RowSummaryCache(); }
+void ClassifierSet::begin_batch() {
+  *rows_ = RowSummaryCache();
+  sums_->flush();
+}
+
+void ClassifierSet::end_batch() {
+  *rows_ = RowSummaryCache();  // the layer's summary is not needed again: its memory goes now
+  sums_->flush();
+}
 
 void ClassifierSet::observe(int layer, const at::Tensor& attention, const BatchContext& context) {
   BatchContext shared = context;
   shared.rows = rows_.get();
+  shared.sums = sums_.get();
   for (auto& classifier : classifiers_) {
     if (classifier->source() == context.source) classifier->observe(layer, attention, shared);
   }
@@ -40,12 +51,14 @@ bool ClassifierSet::wants_parses() const {
 }
 
 nlohmann::json ClassifierSet::save() const {
+  sums_->flush();
   nlohmann::json saved = nlohmann::json::object();
   for (const auto& classifier : classifiers_) saved[classifier->name()] = classifier->save();
   return saved;
 }
 
 void ClassifierSet::merge(const nlohmann::json& saved) {
+  sums_->flush();
   if (!saved.is_object()) {
     throw InputError(fmt::format("saved statistics are {}, not an object of statistics by classifier", quote_json(saved)));
   }
@@ -69,6 +82,7 @@ void ClassifierSet::merge(const nlohmann::json& saved) {
 }
 
 nlohmann::ordered_json ClassifierSet::finalize(const Thresholds& thresholds, int kv_heads) const {
+  sums_->flush();
   const int group_size = kv_heads > 0 ? std::max(1, shape_.heads / kv_heads) : 1;
   nlohmann::ordered_json heads = nlohmann::ordered_json::array();
   for (int layer = 0; layer < shape_.layers; ++layer) {

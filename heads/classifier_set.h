@@ -1,7 +1,8 @@
 #pragma once
 // Every classifier of a run, fed together: routes each layer's attention to the classifiers that
-// read the batch's source, shares the per-row summaries among them (heads/row_summary.h), and
-// turns their statistics into the heads of heads.json (scores, labels, primary label).
+// read the batch's source, shares the per-row summaries among them (heads/row_summary.h), brings
+// their per-head sums off the attention's device once per batch (heads/device_sums.h), and turns
+// their statistics into the heads of heads.json (scores, labels, primary label).
 
 #include <memory>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "heads/classifier.h"
+#include "heads/device_sums.h"
 #include "heads/row_summary.h"
 
 namespace headscan {
@@ -27,6 +29,11 @@ class ClassifierSet {
   // Called before each forward call whose attention observe() receives: the row summaries of the
   // previous batch are dropped.
   void begin_batch();
+  // Called after the forward call: the batch's sums reach the classifiers' totals (so do the
+  // sums still waiting when the next batch begins, or save() or finalize() is called).
+  void end_batch();
+  // Where the current batch's sums wait; a run adds its own checks of the batch here too.
+  DeviceSums& pending_sums() { return *sums_; }
   // One layer's attention of the current batch, [B, H, T, T]: each classifier that reads
   // context.source sees it, with the layer's row summary computed at most once.
   void observe(int layer, const at::Tensor& attention, const BatchContext& context);
@@ -47,6 +54,7 @@ class ClassifierSet {
  private:
   std::vector<std::unique_ptr<HeadClassifier>> classifiers_;
   std::unique_ptr<RowSummaryCache> rows_;
+  std::unique_ptr<DeviceSums> sums_;  // flushed by const members too: they add to totals they then read
   ModelShape shape_;
 };
 

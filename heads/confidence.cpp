@@ -14,7 +14,7 @@ class ConfidenceClassifier : public MeanScoreClassifier {
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     RowSummary local;
-    means_.add(layer, row_summary(layer, attention, context, local).max, context.queries);
+    means_.add(layer, row_summary(layer, attention, context, local).max, context.queries, context.sums);
   }
 };
 

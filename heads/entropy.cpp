@@ -30,7 +30,7 @@ class EntropyClassifier : public MeanScoreClassifier {
     RowSummary local;
     const at::Tensor& entropy = row_summary(layer, attention, context, local).entropy;  // [B, H, T]
     const at::Tensor normalizer = visible.clamp_min(2).log().unsqueeze(1);
-    means_.add(layer, entropy / normalizer, context.queries & (visible >= 2));
+    means_.add(layer, entropy / normalizer, context.queries & (visible >= 2), context.sums);
   }
 };
 

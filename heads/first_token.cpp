@@ -19,7 +19,7 @@ class FirstTokenClassifier : public MeanScoreClassifier {
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (attention.size(-1) < 2) return;
-    means_.add(layer, attention.select(/*dim=*/-1, 0).slice(/*dim=*/-1, 1), context.queries.slice(1, 1));
+    means_.add(layer, attention.select(/*dim=*/-1, 0).slice(/*dim=*/-1, 1), context.queries.slice(1, 1), context.sums);
   }
 };
 

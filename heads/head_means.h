@@ -4,7 +4,9 @@
 // QueryMean is the same for a quantity that does not depend on the head.
 //
 // Each batch's sum (in double) is added to an ExactSum (heads/exact_sum.h), so shards merge to the
-// single run's sums bit for bit. Saved statistics are read by heads/saved_statistics.h.
+// single run's sums bit for bit. Saved statistics are read by heads/saved_statistics.h. The sums
+// are reduced on the values' device and reach the host through a DeviceSums (heads/device_sums.h)
+// with the rest of the batch's, or at once without one.
 
 #include <cstdint>
 #include <string>
@@ -13,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "heads/classifier.h"
+#include "heads/device_sums.h"
 #include "heads/exact_sum.h"
 
 namespace headscan {
@@ -21,8 +24,9 @@ class HeadMeans {
  public:
   void resize(const ModelShape& shape);
 
-  // values: [B, H, N] per-query values; counted: [B, N] bool, the queries that count.
-  void add(int layer, const at::Tensor& values, const at::Tensor& counted);
+  // values: [B, H, N] per-query values; counted: [B, N] bool, the queries that count, on the same
+  // device. The batch's sums reach this object when `sums` is flushed (at once when null).
+  void add(int layer, const at::Tensor& values, const at::Tensor& counted, DeviceSums* sums = nullptr);
 
   // The mean for one head; NaN when no query counted.
   double mean(int layer, int head) const;
@@ -44,7 +48,7 @@ class HeadMeans {
 class QueryMean {
  public:
   // values: [B, N] per-query values; counted: [B, N] bool, the queries that count.
-  void add(const at::Tensor& values, const at::Tensor& counted);
+  void add(const at::Tensor& values, const at::Tensor& counted, DeviceSums* sums = nullptr);
   // NaN when no query counted.
   double mean() const;
 

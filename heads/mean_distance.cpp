@@ -14,7 +14,7 @@ class MeanDistanceClassifier : public MeanScoreClassifier {
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     RowSummary local;
-    means_.add(layer, row_summary(layer, attention, context, local).distance, context.queries);
+    means_.add(layer, row_summary(layer, attention, context, local).distance, context.queries, context.sums);
   }
 };
 

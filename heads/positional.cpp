@@ -46,9 +46,9 @@ class PositionalClassifier : public HeadClassifier {
       const std::int64_t first = std::max(0, -d);
       const std::int64_t last = length - std::max(0, d);
       const at::Tensor counted = context.queries.slice(1, first, last) & context.valid.slice(1, first + d, last + d);
-      weights_[k].add(layer, attention.diagonal(/*offset=*/d, /*dim1=*/-2, /*dim2=*/-1), counted);
+      weights_[k].add(layer, attention.diagonal(/*offset=*/d, /*dim1=*/-2, /*dim2=*/-1), counted, context.sums);
       const at::Tensor targets = torch::arange(first + d, last + d, argmax.options());
-      argmax_hits_[k].add(layer, (argmax.slice(-1, first, last) == targets).to(at::kFloat), counted);
+      argmax_hits_[k].add(layer, (argmax.slice(-1, first, last) == targets).to(at::kFloat), counted, context.sums);
     }
   }
 

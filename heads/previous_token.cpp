@@ -21,7 +21,7 @@ class PreviousTokenClassifier : public MeanScoreClassifier {
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (attention.size(-1) < 2) return;
     // diagonal(-1) holds A[i, i-1] for i = 1 .. T-1.
-    means_.add(layer, attention.diagonal(/*offset=*/-1, /*dim1=*/-2, /*dim2=*/-1), context.queries.slice(1, 1));
+    means_.add(layer, attention.diagonal(/*offset=*/-1, /*dim1=*/-2, /*dim2=*/-1), context.queries.slice(1, 1), context.sums);
   }
 };
 

@@ -55,7 +55,7 @@ class RareWordClassifier : public MeanScoreClassifier {
     const at::Tensor idf = context.idf.unsqueeze(1).expand({-1, attention.size(1), -1});
     const at::Tensor attended_idf = idf.gather(/*dim=*/2, argmax);
     const at::Tensor hit = (attended_idf == best_idf_.unsqueeze(1)) & attended_idf.isfinite();
-    means_.add(layer, hit.to(attention.scalar_type()), counted_);
+    means_.add(layer, hit.to(attention.scalar_type()), counted_, context.sums);
   }
 
   nlohmann::json save() const override {
@@ -106,7 +106,8 @@ class RareWordClassifier : public MeanScoreClassifier {
       best_keys = (content & (idf == best_idf_)).sum(/*dim=*/1, /*keepdim=*/true).expand_as(content);
     }
     counted_ = context.queries & (content_keys >= kMinimumKeys) & (best_keys < content_keys);
-    baseline_.add(best_keys.to(torch::kDouble) / content_keys.clamp_min(1).to(torch::kDouble), counted_);
+    baseline_.add(best_keys.to(torch::kDouble) / content_keys.clamp_min(1).to(torch::kDouble), counted_,
+                  context.sums);
   }
 
   QueryMean baseline_;

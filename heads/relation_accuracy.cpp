@@ -42,8 +42,9 @@ void RelationAccuracy::add_arc(const std::string& relation, ArcDirection directi
   ++entry.offsets[offset];
 }
 
-void RelationAccuracy::add_correct(const std::string& relation, ArcDirection direction, int layer, int head) {
-  ++counts(relation, direction).correct.at(static_cast<std::size_t>(layer * heads_ + head));
+void RelationAccuracy::add_correct(const std::string& relation, ArcDirection direction, int layer, int head,
+                                   std::int64_t arcs) {
+  counts(relation, direction).correct.at(static_cast<std::size_t>(layer * heads_ + head)) += arcs;
 }
 
 std::vector<RelationResult> RelationAccuracy::results(int layer, int head, double margin,

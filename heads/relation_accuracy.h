@@ -34,8 +34,8 @@ class RelationAccuracy {
   // One arc seen from its query word, the target visible to it. `offset`: target − query in
   // word indices. Arcs are the same for every head, so they are counted once per batch.
   void add_arc(const std::string& relation, ArcDirection direction, int offset);
-  // The head predicted that arc's target right.
-  void add_correct(const std::string& relation, ArcDirection direction, int layer, int head);
+  // The head predicted `arcs` of the arcs' targets right.
+  void add_correct(const std::string& relation, ArcDirection direction, int layer, int head, std::int64_t arcs = 1);
 
   // Per relation (by name), the direction with the better accuracy among those with at least
   // `min_support` arcs (ties: d2h); relations with no such direction are left out.

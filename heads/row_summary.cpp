@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -103,26 +105,42 @@ void summarize_range(const float* data, std::int64_t length, std::int64_t first,
 RowSummary summarize_rows_by_tensor_ops(const at::Tensor& attention, bool causal) {
   TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
   TORCH_CHECK(attention.size(2) == attention.size(3), "attention must be [B,H,T,T], got ", attention.sizes());
-  at::Tensor weights = attention.to(torch::kFloat);
-  const std::int64_t length = weights.size(3);
-  at::Tensor candidates = weights;  // for the largest weight: the visible keys only
-  if (causal) {
-    const at::Tensor future = torch::ones({length, length}, weights.options().dtype(torch::kBool)).triu(1);
-    candidates = weights.masked_fill(future, -std::numeric_limits<float>::infinity());
-    weights = weights.masked_fill(future, 0.0f);
-  }
+  const std::int64_t length = attention.size(3);
+  // A causal query does not see keys j > i: their weights are set to 0, which no statistic counts
+  // (0 log 0 = 0, 0 |i - j| = 0), and which the largest weight and its first key never come from:
+  // attention is not negative, and key 0 <= i holds 0 too when every visible weight is 0.
+  const at::Tensor weights = causal ? attention.to(torch::kFloat).tril() : attention.to(torch::kFloat);
   const at::Tensor position = torch::arange(length, weights.options());
   const at::Tensor distances = (position.unsqueeze(1) - position.unsqueeze(0)).abs();  // [T, T]: |i - j|
   RowSummary summary;
-  summary.entropy = -(weights * weights.clamp_min(FLT_MIN).log()).sum(-1);  // 0 log 0 = 0
-  summary.max = candidates.amax(-1);
-  summary.argmax = candidates.argmax(-1);
+  summary.entropy = at::special_entr(weights).sum(-1);  // entr(x) = -x log x, entr(0) = 0
+  std::tie(summary.max, summary.argmax) = weights.max(/*dim=*/-1);  // the first key of the largest weight
   summary.distance = (weights * distances).sum(-1);
   return summary;
 }
 
+RowSummary summarize_rows_in_chunks(const at::Tensor& attention, bool causal, std::int64_t chunk_elements) {
+  TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
+  const std::int64_t length = attention.size(3);
+  const std::int64_t maps = attention.size(0) * attention.size(1);
+  const std::int64_t per_chunk = std::max<std::int64_t>(1, chunk_elements / std::max<std::int64_t>(1, length * length));
+  if (per_chunk >= maps) return summarize_rows_by_tensor_ops(attention, causal);
+  const at::Tensor flat = attention.reshape({1, maps, length, length});
+  std::vector<at::Tensor> entropy, max, argmax, distance;
+  for (std::int64_t first = 0; first < maps; first += per_chunk) {
+    RowSummary part = summarize_rows_by_tensor_ops(flat.narrow(1, first, std::min(per_chunk, maps - first)), causal);
+    entropy.push_back(std::move(part.entropy));
+    max.push_back(std::move(part.max));
+    argmax.push_back(std::move(part.argmax));
+    distance.push_back(std::move(part.distance));
+  }
+  const auto shape = attention.sizes().slice(0, 3);
+  return RowSummary{torch::cat(entropy, 1).view(shape), torch::cat(max, 1).view(shape),
+                    torch::cat(argmax, 1).view(shape), torch::cat(distance, 1).view(shape)};
+}
+
 RowSummary summarize_rows(const at::Tensor& attention, bool causal) {
-  if (!attention.device().is_cpu()) return summarize_rows_by_tensor_ops(attention, causal);
+  if (!attention.device().is_cpu()) return summarize_rows_in_chunks(attention, causal, kSummaryChunkElements);
   TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
   TORCH_CHECK(attention.size(2) == attention.size(3), "attention must be [B,H,T,T], got ", attention.sizes());
   const at::Tensor weights = attention.to(torch::kFloat).contiguous();

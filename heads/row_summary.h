@@ -20,13 +20,21 @@ struct RowSummary {
 };
 
 // attention: [B, H, T, T]. In causal models keys j > i hold no weight and are skipped. On the CPU,
-// one fused pass over each row (measured faster); on any other device, the tensor definition below.
+// one fused pass over each row (measured faster); on any other device, the tensor definition below,
+// over a few heads at a time so that its temporaries stay small beside the layer's attention.
 RowSummary summarize_rows(const at::Tensor& attention, bool causal);
 
 // The definition of the summary as tensor operations, on the attention's own device: the fused CPU
 // pass is tested equal to it (tests/test_row_summary.cpp). The first key holding the largest weight
-// is argmax's.
+// is argmax's. Four passes over the attention (a masked copy for causal models, the entropy terms,
+// the largest weight with its key, the distances), each a memory-bound kernel on a GPU.
 RowSummary summarize_rows_by_tensor_ops(const at::Tensor& attention, bool causal);
+
+// The definition over a few of the batch's [T, T] maps at a time (at least one), concatenated: the
+// same values as one call, with temporaries a few times `chunk_elements` rather than a few times the
+// layer's attention. kSummaryChunkElements: 128 MiB of float32, the chunk of devices other than the CPU.
+constexpr std::int64_t kSummaryChunkElements = std::int64_t{1} << 25;
+RowSummary summarize_rows_in_chunks(const at::Tensor& attention, bool causal, std::int64_t chunk_elements);
 
 // The summary of one layer's attention for one batch, computed once and shared by the classifiers
 // of that batch (BatchContext::rows). Without a cache every call computes it.

@@ -12,7 +12,7 @@ class SelfAttentionClassifier : public MeanScoreClassifier {
   SelfAttentionClassifier() : MeanScoreClassifier(HeadType{{{"self", "mean A[i,i]"}}}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    means_.add(layer, attention.diagonal(/*offset=*/0, /*dim1=*/-2, /*dim2=*/-1), context.queries);
+    means_.add(layer, attention.diagonal(/*offset=*/0, /*dim1=*/-2, /*dim2=*/-1), context.queries, context.sums);
   }
 };
 

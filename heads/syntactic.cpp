@@ -5,11 +5,17 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "heads/device_sums.h"
 #include "heads/registry.h"
+#include "heads/row_summary.h"
 #include "heads/relation_accuracy.h"
 #include "heads/saved_statistics.h"
 #include "analyzer/corpus/sequence_words.h"
@@ -17,28 +23,31 @@
 namespace headscan {
 
 at::Tensor predicted_words(const at::Tensor& attention, const at::Tensor& token_word, std::int64_t words,
-                           const std::vector<std::int64_t>& word_counts) {
+                           const at::Tensor& word_counts) {
   TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
   TORCH_CHECK(token_word.dim() == 2 && token_word.size(0) == attention.size(0) && token_word.size(1) == attention.size(2),
               "token_word must be [B,T] for attention ", attention.sizes(), ", got ", token_word.sizes());
+  TORCH_CHECK(word_counts.dim() == 1 && word_counts.size(0) == attention.size(0),
+              "word_counts must be [B] for attention ", attention.sizes(), ", got ", word_counts.sizes());
   const std::int64_t batch = attention.size(0);
-  const std::int64_t heads = attention.size(1);
-  const std::int64_t length = attention.size(2);
-  // Slot `words` collects the tokens of no word; it is dropped below.
-  const at::Tensor keys = token_word.view({batch, 1, 1, length}).expand({batch, heads, length, length});
-  const at::Tensor to_words =
-      torch::zeros({batch, heads, length, words + 1}, attention.options()).scatter_add_(/*dim=*/3, keys, attention);
-  const at::Tensor queries = token_word.view({batch, 1, length, 1}).expand({batch, heads, length, words + 1});
-  // Sums over a word's rows: the mean's divisor is the same along a row, so the argmax is too.
-  at::Tensor word_attention =
-      torch::zeros({batch, heads, words + 1, words + 1}, attention.options()).scatter_add_(/*dim=*/2, queries, to_words);
-  word_attention = word_attention.narrow(/*dim=*/2, 0, words).narrow(/*dim=*/3, 0, words);
-
-  const at::Tensor count = torch::tensor(word_counts, torch::kInt64).view({batch, 1, 1, 1});
-  const at::Tensor column = torch::arange(words, torch::kInt64);
-  const at::Tensor excluded = (column.view({1, 1, 1, words}) >= count) |
+  // [B, 1, T, W]: token t belongs to word w (tokens of no word hold `words`, in no column).
+  const at::Tensor column = torch::arange(words, token_word.options());
+  const at::Tensor membership = token_word.unsqueeze(-1).eq(column).to(attention.scalar_type()).unsqueeze(1);
+  const at::Tensor excluded = (column.view({1, 1, 1, words}) >= word_counts.view({batch, 1, 1, 1})) |
                               (column.view({1, 1, words, 1}) == column.view({1, 1, 1, words}));
-  return word_attention.masked_fill(excluded, -std::numeric_limits<float>::infinity()).argmax(/*dim=*/-1);
+  // A few heads at a time: [B, h, T, W] is nearly the size of their attention.
+  const std::int64_t heads = attention.size(1);
+  const std::int64_t per_head = std::max<std::int64_t>(1, batch * attention.size(2) * words);
+  const std::int64_t chunk = std::max<std::int64_t>(1, kSummaryChunkElements / per_head);
+  std::vector<at::Tensor> predicted;
+  for (std::int64_t first = 0; first < heads; first += chunk) {
+    const at::Tensor slice = attention.narrow(1, first, std::min(chunk, heads - first));
+    const at::Tensor to_words = torch::matmul(slice, membership);  // [B, h, T, W]: sums over a word's columns
+    // Sums over a word's rows: the mean's divisor is the same along a row, so the argmax is too.
+    const at::Tensor word_attention = torch::matmul(membership.transpose(-2, -1), to_words);  // [B, h, W, W]
+    predicted.push_back(word_attention.masked_fill(excluded, -std::numeric_limits<float>::infinity()).argmax(-1));
+  }
+  return predicted.size() == 1 ? predicted.front() : torch::cat(predicted, /*dim=*/1);
 }
 
 namespace {
@@ -46,11 +55,10 @@ namespace {
 constexpr double kDefaultMargin = 0.10;
 constexpr double kDefaultSupport = 20;
 
-struct ArcQuery {
-  std::int64_t sequence;
-  int query;
-  int target;
-  const std::string* relation;
+// The arcs of one batch grouped by relation and direction: the counts of right predictions are
+// summed per group on the device.
+struct ArcGroup {
+  std::string relation;
   ArcDirection direction;
 };
 
@@ -74,18 +82,25 @@ class SyntacticClassifier : public HeadClassifier {
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (context.source != BatchSource::corpus || context.words == nullptr) return;
-    if (context.batch_index != cached_batch_) prepare(context, attention.size(2));
-    if (arcs_.empty()) return;
-    const at::Tensor predicted = predicted_words(attention, token_word_, words_, word_counts_).contiguous();
-    const auto best = predicted.accessor<std::int64_t, 3>();
+    if (context.batch_index != cached_batch_) prepare(context, attention);
+    if (groups_.empty()) return;
     const std::int64_t heads = attention.size(1);
-    for (const ArcQuery& arc : arcs_) {
-      for (std::int64_t head = 0; head < heads; ++head) {
-        if (best[arc.sequence][head][arc.query] == arc.target) {
-          statistics_.add_correct(*arc.relation, arc.direction, layer, static_cast<int>(head));
+    const at::Tensor predicted = predicted_words(attention, token_word_, words_, word_counts_);  // [B, H, W]
+    // [A, H]: each arc's query word's prediction, per head, against the arc's target.
+    const at::Tensor per_arc = predicted.permute({0, 2, 1}).reshape({-1, heads}).index_select(0, arc_query_);
+    const at::Tensor right = per_arc.eq(arc_target_.unsqueeze(1)).to(at::kDouble);
+    const auto groups = static_cast<std::int64_t>(groups_.size());
+    const at::Tensor counts = torch::zeros({groups, heads}, right.options()).index_add_(0, arc_group_, right);
+    add_or_receive(context.sums, counts.flatten(), [this, layer, heads, groups = groups_](const double* data, std::int64_t) {
+      for (std::size_t group = 0; group < groups.size(); ++group) {
+        for (std::int64_t head = 0; head < heads; ++head) {
+          const auto arcs = static_cast<std::int64_t>(data[static_cast<std::int64_t>(group) * heads + head]);
+          if (arcs > 0) {
+            statistics_.add_correct(groups[group].relation, groups[group].direction, layer, static_cast<int>(head), arcs);
+          }
         }
       }
-    }
+    });
   }
 
   nlohmann::json save() const override { return statistics_.save(); }
@@ -111,11 +126,12 @@ class SyntacticClassifier : public HeadClassifier {
   }
 
  private:
-  // Once per batch: the token → word map as a tensor, and the arcs whose target the query sees,
-  // counted into the head-independent support and offset statistics.
-  void prepare(const BatchContext& context, std::int64_t length) {
+  // Once per batch: the token → word map and the arcs whose target the query sees, as tensors on
+  // the attention's device; the arcs are counted into the head-independent support and offsets.
+  void prepare(const BatchContext& context, const at::Tensor& attention) {
     cached_batch_ = context.batch_index;
-    arcs_.clear();
+    groups_.clear();
+    const std::int64_t length = attention.size(2);
     const auto& sequences = *context.words;
     const auto batch = static_cast<std::int64_t>(sequences.size());
     words_ = 1;
@@ -123,40 +139,53 @@ class SyntacticClassifier : public HeadClassifier {
       if (words != nullptr) words_ = std::max<std::int64_t>(words_, words->words);
     }
     std::vector<std::int64_t> token_word(static_cast<std::size_t>(batch * length), words_);
-    word_counts_.assign(static_cast<std::size_t>(batch), 0);
+    std::vector<std::int64_t> word_counts(static_cast<std::size_t>(batch), 0);
+    std::vector<std::int64_t> arc_query, arc_target, arc_group;
+    std::map<std::pair<std::string, ArcDirection>, std::int64_t> group_of;
+    const auto add_query = [&](std::int64_t sequence, int query, int target, const WordArc& arc, ArcDirection direction,
+                               int offset) {
+      if (context.causal && target > query) return;  // causal models: the target ends before the query begins
+      const auto [found, added] = group_of.try_emplace({arc.relation, direction}, static_cast<std::int64_t>(groups_.size()));
+      if (added) groups_.push_back(ArcGroup{arc.relation, direction});
+      arc_query.push_back(sequence * words_ + query);
+      arc_target.push_back(target);
+      arc_group.push_back(found->second);
+      statistics_.add_arc(arc.relation, direction, offset);
+    };
     for (std::int64_t b = 0; b < batch; ++b) {
       const SequenceWords* words = sequences[static_cast<std::size_t>(b)];
       if (words == nullptr) continue;
-      word_counts_[static_cast<std::size_t>(b)] = words->words;
+      word_counts[static_cast<std::size_t>(b)] = words->words;
       for (std::size_t position = 0; position < words->token_word.size(); ++position) {
         if (words->token_word[position] >= 0) {
           token_word[static_cast<std::size_t>(b * length) + position] = words->token_word[position];
         }
       }
       for (const WordArc& arc : words->arcs) {
-        add_query(b, arc.dependent, arc.head, arc, ArcDirection::d2h, arc.offset, context.causal);
-        add_query(b, arc.head, arc.dependent, arc, ArcDirection::h2d, -arc.offset, context.causal);
+        add_query(b, arc.dependent, arc.head, arc, ArcDirection::d2h, arc.offset);
+        add_query(b, arc.head, arc.dependent, arc, ArcDirection::h2d, -arc.offset);
       }
     }
-    token_word_ = torch::tensor(token_word, torch::kInt64).view({batch, length});
-  }
-
-  // Causal models: the target word must end before the query word begins.
-  void add_query(std::int64_t sequence, int query, int target, const WordArc& arc, ArcDirection direction,
-                 int offset, bool causal) {
-    if (causal && target > query) return;
-    arcs_.push_back(ArcQuery{sequence, query, target, &arc.relation, direction});
-    statistics_.add_arc(arc.relation, direction, offset);
+    const auto on_device = [&](const std::vector<std::int64_t>& values) {
+      return torch::tensor(values, torch::kInt64).to(attention.device());
+    };
+    token_word_ = on_device(token_word).view({batch, length});
+    word_counts_ = on_device(word_counts);
+    arc_query_ = on_device(arc_query);
+    arc_target_ = on_device(arc_target);
+    arc_group_ = on_device(arc_group);
   }
 
   RelationAccuracy statistics_;
   std::int64_t cached_batch_ = -1;
-  at::Tensor token_word_;  // [B, T]
-  std::int64_t words_ = 1;
-  std::vector<std::int64_t> word_counts_;
-  std::vector<ArcQuery> arcs_;  // point into the batch's SequenceWords, valid during the batch
+  std::int64_t words_ = 1;     // the largest word count of the batch
+  at::Tensor token_word_;      // [B, T] int64: each token's word, words_ for none
+  at::Tensor word_counts_;     // [B] int64
+  std::vector<ArcGroup> groups_;
+  at::Tensor arc_query_;       // [A] int64: b * words_ + query word, of each arc seen from its query
+  at::Tensor arc_target_;      // [A] int64: the target word
+  at::Tensor arc_group_;       // [A] int64: index into groups_
 };
-
 }  // namespace
 
 std::unique_ptr<HeadClassifier> make_syntactic_classifier() { return std::make_unique<SyntacticClassifier>(); }

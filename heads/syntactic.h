@@ -2,7 +2,6 @@
 // Word-level attention (Clark et al. 2019, §4.1) and its argmax, the syntactic classifier's core.
 
 #include <cstdint>
-#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -10,13 +9,14 @@ namespace headscan {
 
 struct SequenceWords;
 
-// For each query word, the other word it attends to most. attention: [B, H, T, T];
+// For each query word, the other word it attends to most, on the attention's device. attention: [B, H, T, T];
 // token_word: [B, T] int64, the sequence's local word of each token, or `words` (the largest word
 // count in the batch) for tokens that belong to no word. Attention to a word is the sum over its
-// tokens' columns, attention from a word the mean over its tokens' rows; the argmax is over the
-// other words of the same sequence (`word_counts[b]` of them), ties to the lowest index.
+// tokens' columns, attention from a word the mean over its tokens' rows, both as products with the
+// one-hot token → word matrix; the argmax is over the other words of the same sequence
+// (`word_counts[b]` of them, [B] int64), ties to the lowest index.
 // Returns [B, H, words] int64; entries of query words a sequence does not have are meaningless.
 at::Tensor predicted_words(const at::Tensor& attention, const at::Tensor& token_word, std::int64_t words,
-                           const std::vector<std::int64_t>& word_counts);
+                           const at::Tensor& word_counts);
 
 }  // namespace headscan

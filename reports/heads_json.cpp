@@ -70,6 +70,12 @@ void set_run(nlohmann::ordered_json& document, const RunSummary& run) {
                      {"threads", run.threads},
                      {"batch_size", run.batch_size},
                      {"seed", run.seed}};
+  if (!run.device.empty()) {
+    document["run"]["device"] = run.device;
+    document["run"]["device_name"] = run.device_name;
+    document["run"]["dtype"] = run.dtype;
+  }
+  if (run.peak_device_memory >= 0) document["run"]["peak_device_memory_bytes"] = run.peak_device_memory;
   if (!run.phases.empty()) {
     nlohmann::ordered_json phases = nlohmann::ordered_json::object();
     for (const auto& [name, seconds] : run.phases) phases[name] = std::round(seconds * 1000) / 1000;

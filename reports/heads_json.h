@@ -64,6 +64,10 @@ struct RunSummary {
   int threads = 0;
   std::int64_t batch_size = 0;
   std::uint64_t seed = 0;
+  std::string device;       // where the model and the statistics ran: "cpu", "cuda:0"
+  std::string device_name;  // the GPU's or CPU's name
+  std::string dtype;        // the dtype the model ran in
+  std::int64_t peak_device_memory = -1;  // bytes LibTorch's GPU allocator held at most; -1: not a GPU
 };
 
 // The document, with `heads` from ClassifierSet::finalize() (heads/classifier_set.h).

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 #include <torch/version.h>
 
 #include "analyzer/model/model.h"
@@ -105,6 +106,45 @@ TEST_CASE("cli: a corpus run succeeds: exit 0 and a heads.json for every head", 
   REQUIRE(fs::is_regular_file(work / "report" / "heads.json"));
   CHECK(read_json(work / "report" / "heads.json").at("heads").size() == 8);  // 2 layers x 4 heads
   CHECK(staging_leftovers(work.path()).empty());
+}
+
+TEST_CASE("cli: --device names where the run computes; heads.json says the device, its name and the dtype",
+          "[cli][errors][e2e][device]") {
+  TempDir work;
+  const std::string corpus = small_corpus(work);
+  SECTION("cpu") {
+    const CommandResult result = run_headscan(
+        {fixture("gpt2.pt"), corpus, "-o", (work / "report").string(), "--device", "cpu", "--quiet", "--no-html", "--no-plots"});
+    INFO("stderr: " << result.err);
+    REQUIRE(result.exit_code == 0);
+    const auto run = read_json(work / "report" / "heads.json").at("run");
+    CHECK(run.at("device") == "cpu");
+    CHECK_FALSE(run.at("device_name").get<std::string>().empty());
+    CHECK(run.at("dtype") == "float32");
+    CHECK_FALSE(run.contains("peak_device_memory_bytes"));  // a GPU's figure only
+  }
+  SECTION("auto takes a GPU only when LibTorch sees one") {
+    const CommandResult result = run_headscan(
+        {fixture("gpt2.pt"), corpus, "-o", (work / "report").string(), "--quiet", "--no-html", "--no-plots"});
+    INFO("stderr: " << result.err);
+    REQUIRE(result.exit_code == 0);
+    const auto run = read_json(work / "report" / "heads.json").at("run");
+    CHECK(run.at("device") == (torch::cuda::is_available() ? "cuda:0" : "cpu"));
+  }
+  SECTION("a name that is no device") {
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--device", "gpu"});
+    CHECK_THAT(result.err, Contains("--device gpu: expected auto, cpu, cuda or cuda:N"));
+    run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--device", "cuda:x"});
+    run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--device", "cuda:"});
+  }
+  SECTION("a GPU LibTorch does not see") {
+    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--device", "cuda:64"});
+    CHECK_THAT(result.err, Contains("--device cuda:64: "));
+    if (!torch::cuda::is_available()) {
+      const CommandResult plain = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--device", "cuda"});
+      CHECK_THAT(plain.err, Contains("--device cuda: ") && Contains("--device cpu"));
+    }
+  }
 }
 
 TEST_CASE("cli: a missing model file is reported by name", "[cli][errors]") {

@@ -402,7 +402,9 @@ TEST_CASE("the checks of saved statistics know what every classifier saves", "[s
     if (mean.count == 0) continue;
     INFO(mean.path);
     CHECK(mean.sum.value() >= 0);
-    CHECK(mean.sum.value() / static_cast<double>(mean.count) <= mean.high);
+    // Float rounding may take a mean past its bound by a few ulps (uniform rows: normalized entropy
+    // 1 + 2e-8), as the checks allow (kMeanRoundingAllowance).
+    CHECK(mean.sum.value() / static_cast<double>(mean.count) <= mean.high * (1 + 1e-6));
   }
   // The same statistics are impossible for a run of 5 tokens, or without probes.
   CHECK_THROWS_WITH(headscan::check_saved_statistics(saved, limits_of(5, 1, 6)),

@@ -47,7 +47,8 @@ TEST_CASE("a model contract broken mid-run is bad input, running out of memory a
     const CommandResult result = analyse("oom_on_long.pt", "oom");
     CHECK(result.exit_code == 1);
     CHECK_THAT(result.err, StartsWith("headscan: failed: ") && Contains("out of memory") &&
-                               Contains("can't allocate memory") && Contains("--batch-size"));
+                               Contains("can't allocate memory") && Contains("--batch-size") &&
+                               Contains("--max-length") && Contains("--dtype bfloat16"));
     CHECK_THAT(result.err, !Contains("Traceback"));
     CHECK_FALSE(fs::exists(dir / "oom"));
   }

@@ -69,3 +69,20 @@ TEST_CASE("row summary: exact zeros, one-hot rows and ties", "[row-summary]") {
     CHECK(torch::allclose(fused.distance, definition.distance, 1e-5, 1e-6));
   }
 }
+
+TEST_CASE("row summary: the definition over chunks of heads equals one call", "[row-summary]") {
+  for (const bool causal : {false, true}) {
+    const at::Tensor attention = random_attention(33, causal);  // [2, 3, 33, 33]: 6 maps
+    const auto whole = headscan::summarize_rows_by_tensor_ops(attention, causal);
+    // 1, 2 and 4 maps per chunk (4 leaves a chunk of 2), and more than the batch holds.
+    for (const std::int64_t maps : {1, 2, 4, 100}) {
+      INFO("causal " << causal << ", " << maps << " map(s) per chunk");
+      const auto chunked = headscan::summarize_rows_in_chunks(attention, causal, maps * 33 * 33);
+      CHECK(chunked.entropy.sizes() == whole.entropy.sizes());
+      CHECK(torch::equal(chunked.entropy, whole.entropy));
+      CHECK(torch::equal(chunked.max, whole.max));
+      CHECK(torch::equal(chunked.argmax, whole.argmax));
+      CHECK(torch::equal(chunked.distance, whole.distance));
+    }
+  }
+}

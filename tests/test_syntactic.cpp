@@ -37,7 +37,7 @@ TEST_CASE("word-level attention sums a word's columns and argmaxes over the othe
   attention[0][0][1] = torch::tensor({0.0, 0.5, 0.0, 0.2, 0.3});
   attention[0][0][2] = torch::tensor({0.0, 0.0, 0.5, 0.3, 0.2});  // sum: word 1 0.5, word 2 0.5 → tie → 1
   const at::Tensor token_word = torch::tensor({3, 0, 0, 1, 2}, torch::kInt64).view({1, 5});  // 3: no word
-  const at::Tensor predicted = predicted_words(attention, token_word, 3, {3});
+  const at::Tensor predicted = predicted_words(attention, token_word, 3, torch::full({1}, 3, torch::kInt64));
   CHECK(predicted.sizes() == at::IntArrayRef({1, 2, 3}));
   CHECK(predicted[0][0][1].item<std::int64_t>() == 0);
   CHECK(predicted[0][1][2].item<std::int64_t>() == 0);

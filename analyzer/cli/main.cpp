@@ -340,6 +340,10 @@ int main(int argc, char** argv) {
                  "cast the model's floating-point parameters to this dtype when loading it (default: run it in "
                  "the dtype its archive holds); attention statistics are summed in float32 or wider either way")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
+  app.add_option("--device", options.device,
+                 "where the model, its attention and every statistic run: auto (the first GPU when LibTorch sees "
+                 "one, else the CPU), cpu, cuda (the first GPU) or cuda:N")
+      ->capture_default_str();
   app.add_option("--max-sequences", options.max_sequences, "stop after this many sequences (0: whole corpus)")
       ->check(at_least(0))->capture_default_str();
   app.add_option("--seed", options.seed, "seed for the synthetic probe sequences, masked-LM masks and random pruning orders")

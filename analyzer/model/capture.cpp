@@ -73,7 +73,7 @@ at::Tensor scale_heads(const at::Tensor& probs, const at::Tensor& attention, con
   const auto heads = attention.size(1);
   TORCH_CHECK(scale.dim() == 2 && scale.size(0) == batch && scale.size(1) == heads,
               "head scales must be [", batch, ", ", heads, "] for this layer, got ", scale.sizes());
-  const at::Tensor factors = scale.to(attention.scalar_type()).view({batch, heads, 1, 1});
+  const at::Tensor factors = scale.to(attention.device(), attention.scalar_type()).view({batch, heads, 1, 1});
   return (attention * factors).view(probs.sizes());
 }
 

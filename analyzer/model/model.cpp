@@ -16,6 +16,8 @@
 #include <torch/version.h>
 
 #include "analyzer/model/capture.h"
+#include "analyzer/model/device.h"
+#include "analyzer/model/graph_device.h"
 #include "analyzer/model/model_archive.h"
 #include "analyzer/model/torchscript_archive.h"
 #include "analyzer/errors.h"
@@ -32,15 +34,10 @@ struct InstrumentedModel::Impl {
   InstrumentationSummary instrumentation;
   std::string dtype;      // the dtype it runs in (InstrumentedModel::dtype)
   bool cast = false;      // --dtype cast the parameters
+  c10::Device device{c10::kCPU};
 };
 
 namespace {
-
-// An allocation failed inside the forward: a failure while running (exit 1), not bad input.
-bool is_out_of_memory(const std::string& what) {
-  return what.find("not enough memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos ||
-         what.find("out of memory") != std::string::npos;
-}
 
 // The line of a TorchScript error that names the allocation, without the interpreter's traceback.
 std::string memory_line(const std::string& what) {
@@ -49,17 +46,25 @@ std::string memory_line(const std::string& what) {
     const std::size_t begin = what.rfind('\n', end - 1);
     const std::size_t start = begin == std::string::npos ? 0 : begin + 1;
     const std::string line = what.substr(start, end - start);
-    if (is_out_of_memory(line)) return line;
+    if (names_out_of_memory(line)) return line;
     if (begin == std::string::npos) break;
     end = begin;
   }
   return what.substr(0, what.find('\n'));
 }
 
-std::string out_of_memory_message(std::int64_t batch, std::int64_t length, const std::string& what) {
-  return fmt::format("out of memory in the model's forward on a batch of {} sequence(s) of {} tokens ({}); "
-                     "lower --batch-size or --max-length, or run on a machine with more memory",
-                     batch, length, what);
+// An allocation failed in the forward or in the statistics of its attention: a failure while
+// running (exit 1), not bad input. What to lower: the batch, the sequences, or the dtype.
+std::string out_of_memory_message(const InstrumentedModel::Impl& impl, std::int64_t batch, std::int64_t length,
+                                  const std::string& what) {
+  const std::string where = impl.device.is_cpu() ? "memory" : fmt::format("memory on {}", impl.device.str());
+  const std::string dtype = impl.dtype == "float32" || impl.dtype == "float64"
+                                ? fmt::format(", or run the model in --dtype bfloat16 (it runs in {})", impl.dtype)
+                                : "";
+  return fmt::format("out of {} in the model's forward or its attention statistics, on a batch of {} sequence(s) "
+                     "of {} tokens ({}); lower --batch-size or --max-length{}{}",
+                     where, batch, length, what, dtype,
+                     impl.device.is_cpu() ? ", or run on a machine with more memory" : "");
 }
 
 constexpr std::string_view kZipSignature = "PK\x03\x04";      // a local file header: the first file
@@ -312,7 +317,8 @@ std::string libtorch_description() {
 InstrumentedModel::InstrumentedModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 InstrumentedModel::~InstrumentedModel() = default;
 
-std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& path, const std::string& dtype) {
+std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& path, const std::string& dtype,
+                                                         const c10::Device& device) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   const std::optional<at::ScalarType> cast = dtype.empty() ? std::nullopt : std::optional(dtype_of(dtype));
@@ -321,6 +327,17 @@ std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& pa
   impl->module.eval();
   const std::string own_dtype = parameter_dtype(impl->module);
   if (cast) impl->module.to(*cast);
+  impl->device = device;
+  if (!device.is_cpu()) {
+    try {
+      impl->module.to(device);
+    } catch (const std::exception& e) {
+      if (!is_out_of_memory(e)) throw;
+      throw std::runtime_error(fmt::format("{}: out of memory on {} while moving the model's parameters there ({}); "
+                                           "run it in a smaller --dtype (bfloat16), or on a GPU with more memory",
+                                           path, device.str(), memory_line(e.what())));
+    }
+  }
   impl->dtype = parameter_dtype(impl->module);
   impl->cast = impl->dtype != own_dtype;
   // The causal passes differentiate with respect to head scales only: no gradient is ever wanted
@@ -336,6 +353,7 @@ std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& pa
   auto& function = torch::jit::toGraphFunction(impl->module.get_method("forward").function());
   std::shared_ptr<torch::jit::Graph> graph = function.graph();
   torch::jit::Inline(*graph);
+  place_graph_on_device(*graph, device);
   impl->instrumentation = instrument_graph(*graph);
   return std::unique_ptr<InstrumentedModel>(new InstrumentedModel(std::move(impl)));
 }
@@ -349,6 +367,7 @@ int InstrumentedModel::softmax_count() const {
   return impl_->instrumentation.softmax_nodes + impl_->instrumentation.rewritten_attention;
 }
 std::string InstrumentedModel::dtype() const { return impl_->dtype; }
+const c10::Device& InstrumentedModel::device() const { return impl_->device; }
 std::string InstrumentedModel::capture_method() const { return softmax_count() > 0 ? "graph" : "outputs"; }
 
 ForwardOutput InstrumentedModel::forward(const at::Tensor& ids, const at::Tensor* mask,
@@ -356,21 +375,30 @@ ForwardOutput InstrumentedModel::forward(const at::Tensor& ids, const at::Tensor
   TORCH_CHECK(ids.dim() == 2, "input ids must be [B,T], got ", ids.sizes());
   const std::int64_t batch = ids.size(0);
   const std::int64_t length = ids.size(1);
-  std::vector<c10::IValue> inputs{ids};
-  if (impl_->takes_mask) inputs.emplace_back(mask != nullptr ? *mask : torch::ones_like(ids));
+  const at::Tensor device_ids = ids.to(impl_->device);
+  std::vector<c10::IValue> inputs{device_ids};
+  if (impl_->takes_mask) inputs.emplace_back(mask != nullptr ? mask->to(impl_->device) : torch::ones_like(device_ids));
 
   CaptureScope scope(batch, length, on_attention, scales);
   c10::IValue output;
   try {
     output = impl_->module.forward(inputs);
   } catch (const std::bad_alloc&) {
-    throw std::runtime_error(out_of_memory_message(batch, length, "std::bad_alloc"));
+    throw std::runtime_error(out_of_memory_message(*impl_, batch, length, "std::bad_alloc"));
   } catch (const std::exception& e) {
-    scope.rethrow_captured_error();
+    try {
+      scope.rethrow_captured_error();
+    } catch (const std::exception& captured) {
+      // The statistics of a layer's attention ran out of memory inside the graph's observer.
+      if (!is_out_of_memory(captured)) throw;
+      const auto* error = dynamic_cast<const c10::Error*>(&captured);
+      throw std::runtime_error(out_of_memory_message(
+          *impl_, batch, length, memory_line(error != nullptr ? error->what_without_backtrace() : captured.what())));
+    }
     const auto* error = dynamic_cast<const c10::Error*>(&e);
     const std::string what = error != nullptr ? error->what_without_backtrace() : e.what();
-    if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || is_out_of_memory(what)) {
-      throw std::runtime_error(out_of_memory_message(batch, length, memory_line(what)));
+    if (is_out_of_memory(e) || names_out_of_memory(what)) {
+      throw std::runtime_error(out_of_memory_message(*impl_, batch, length, memory_line(what)));
     }
     if (what.find("index out of range") != std::string::npos) {
       throw InputError(fmt::format(

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
+
 #include "analyzer/model/model_metadata.h"
 
 namespace at {
@@ -42,8 +44,10 @@ class InstrumentedModel {
   // the file is missing, not a TorchScript archive, has no attention softmax (and returns no
   // attention), or has a forward that cannot take int64 [B, T] input ids.
   // `dtype` ("float32", "bfloat16" or "float16"; empty: as the archive holds them) casts the
-  // floating-point parameters and buffers after loading (--dtype).
-  static std::unique_ptr<InstrumentedModel> load(const std::string& path, const std::string& dtype = "");
+  // floating-point parameters and buffers after loading (--dtype). The module, and the device and
+  // tensor constants of its graph (graph_device.h), move to `device` (--device).
+  static std::unique_ptr<InstrumentedModel> load(const std::string& path, const std::string& dtype = "",
+                                                 const c10::Device& device = c10::Device(c10::kCPU));
   ~InstrumentedModel();
 
   const std::string& path() const;
@@ -57,11 +61,14 @@ class InstrumentedModel {
   // The dtype the model runs in: that of most of its floating-point parameters ("float32",
   // "bfloat16", "float16", "float64").
   std::string dtype() const;
+  // Where it runs; forward() moves its inputs there, and the attention it captures is there.
+  const c10::Device& device() const;
 
   // Runs forward on ids [B, T] int64 (and mask [B, T] int64, 1 = real token, when the model takes
-  // one), handing each attention tensor to `on_attention` as it is produced. Throws InputError
-  // for problems of the model or its input (a fused attention op ran, a token id is beyond the
-  // embedding, the forward rejects the input), std::runtime_error when memory runs out; errors
+  // one), on any device (they move to the model's), handing each attention tensor to `on_attention`
+  // as it is produced. Throws InputError for problems of the model or its input (a fused attention
+  // op ran, a token id is beyond the embedding, the forward rejects the input), std::runtime_error
+  // when memory runs out (also inside `on_attention`), naming the options that lower it; errors
   // thrown by `on_attention` pass through with their type. An empty `on_attention` is not called.
   // With `scales`, each head's probabilities are multiplied by its scale (HeadScales) after the
   // callback has seen them; a model that returns its attention (capture "outputs") cannot be

@@ -49,17 +49,23 @@ ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::i
   return shape;
 }
 
-void require_finite_attention(int layer, const at::Tensor& attention, const at::Tensor* valid) {
+at::Tensor nonfinite_attention(const at::Tensor& attention, const at::Tensor* valid) {
   // A row's sum is finite exactly when all of its weights are: one pass, no tensor of the
   // attention's size.
   const at::Tensor broken_rows = attention.sum(-1).isfinite().logical_not().any(1);  // [B, T]
-  const bool broken = (valid != nullptr ? broken_rows.logical_and(*valid) : broken_rows).any().item<bool>();
-  if (!broken) return;
+  return (valid != nullptr ? broken_rows.logical_and(*valid) : broken_rows).any();
+}
+
+void report_nonfinite_attention(int layer) {
   throw InputError(fmt::format("attention layer {} holds NaN or infinite weights, which softmax never gives: the "
                                "model's weights or its computation are broken (NaN or infinite parameters, or an "
                                "overflow); check the model in PyTorch, e.g. that no parameter is NaN, and export it "
                                "again",
                                layer));
+}
+
+void require_finite_attention(int layer, const at::Tensor& attention, const at::Tensor* valid) {
+  if (nonfinite_attention(attention, valid).item<bool>()) report_nonfinite_attention(layer);
 }
 
 }  // namespace headscan

@@ -32,5 +32,9 @@ ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::i
 // neither, so the model's weights or its computation are broken. Rows of padding may hold NaN when a
 // mask hides every key from them, and are not checked.
 void require_finite_attention(int layer, const at::Tensor& attention, const at::Tensor* valid);
+// The same check in two halves, so that a run can wait for the device once per batch: a 0-dim bool
+// tensor on the attention's device, true when a real query's row is broken; and the error.
+at::Tensor nonfinite_attention(const at::Tensor& attention, const at::Tensor* valid);
+[[noreturn]] void report_nonfinite_attention(int layer);
 
 }  // namespace headscan

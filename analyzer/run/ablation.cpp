@@ -62,7 +62,7 @@ at::Tensor row_losses(const at::Tensor& logits, const at::Tensor& targets) {
   const at::Tensor cross_entropy = chosen.logsumexp(1) - chosen.gather(1, wanted.unsqueeze(1)).squeeze(1);
   const at::Tensor row_of = positions.div(length, "floor");
   const at::Tensor sums =
-      torch::zeros({rows}, torch::kDouble).index_add(0, row_of, cross_entropy.to(torch::kDouble));
+      torch::zeros({rows}, logits.options().dtype(torch::kDouble)).index_add(0, row_of, cross_entropy.to(torch::kDouble));
   return sums / counts;
 }
 
@@ -79,7 +79,8 @@ ItemBatch item_batch(const RunState& state, const std::vector<std::size_t>& indi
     sequences.push_back(state.ablation_items[index].input);
     length = std::max(length, sequences.back().ids.size());
   }
-  ItemBatch batch{to_tensors(sequences, state.pad_id, at::Tensor()), {}};
+  const c10::Device device = state.model->device();
+  ItemBatch batch{to_tensors(sequences, state.pad_id, at::Tensor(), device), {}};
   at::Tensor targets = torch::full({static_cast<std::int64_t>(indices.size()), static_cast<std::int64_t>(length)}, -1,
                                    torch::kInt64);
   for (std::size_t row = 0; row < indices.size(); ++row) {
@@ -88,7 +89,7 @@ ItemBatch item_batch(const RunState& state, const std::vector<std::size_t>& indi
         .slice(0, 0, static_cast<std::int64_t>(item_targets.size()))
         .copy_(torch::tensor(item_targets, torch::kInt64));
   }
-  batch.targets = targets;
+  batch.targets = targets.to(device);
   if (copies > 1) {
     batch.tensors.ids = batch.tensors.ids.repeat({copies, 1});
     batch.tensors.mask = batch.tensors.mask.repeat({copies, 1});
@@ -243,7 +244,11 @@ std::vector<std::vector<double>> AblationRunner::losses(const std::vector<HeadFa
               .fill_(factors[head]);
         }
       }
-      const at::Tensor losses = row_losses(logits_of(state_, indices, batch, scales), batch.targets).contiguous();
+      for (at::Tensor& layer : scales) {
+        if (layer.defined()) layer = layer.to(state_.model->device());
+      }
+      const at::Tensor losses =
+          row_losses(logits_of(state_, indices, batch, scales), batch.targets).to(torch::kCPU).contiguous();
       const double* loss = losses.data_ptr<double>();
       for (std::size_t s = 0; s < count; ++s) {
         for (std::size_t i = 0; i < indices.size(); ++i) result[first + s][indices[i]] = loss[s * indices.size() + i];
@@ -263,7 +268,9 @@ void AblationRunner::gradients(std::vector<double>& importance_sums, std::vector
     const auto rows = static_cast<std::int64_t>(indices.size());
     HeadScales scales;
     for (int layer = 0; layer < shape.layers; ++layer) {
-      scales.push_back(torch::ones({rows, shape.heads}, torch::TensorOptions(torch::kFloat).requires_grad(true)));
+      scales.push_back(torch::ones(
+          {rows, shape.heads},
+          torch::TensorOptions(torch::kFloat).device(state_.model->device()).requires_grad(true)));
     }
     // Σ_x L_x: sequence x's scales reach only its own loss, so one backward gives every ∂L_x/∂ξ_x.
     const at::Tensor item_losses = row_losses(logits_of(state_, indices, batch, scales), batch.targets);
@@ -273,11 +280,11 @@ void AblationRunner::gradients(std::vector<double>& importance_sums, std::vector
       gradients = torch::autograd::grad({total}, scales, /*grad_outputs=*/{}, /*retain_graph=*/false,
                                         /*create_graph=*/false, /*allow_unused=*/true);
     }
-    const at::Tensor detached = item_losses.detach().contiguous();
+    const at::Tensor detached = item_losses.detach().to(torch::kCPU).contiguous();
     for (std::size_t i = 0; i < indices.size(); ++i) losses[indices[i]] = detached.data_ptr<double>()[i];
     for (std::size_t layer = 0; layer < gradients.size(); ++layer) {
       if (!gradients[layer].defined()) continue;  // nothing downstream reads this layer
-      const at::Tensor sums = gradients[layer].abs().to(torch::kDouble).sum(0).contiguous();
+      const at::Tensor sums = gradients[layer].abs().to(torch::kDouble).sum(0).to(torch::kCPU).contiguous();
       for (int head = 0; head < shape.heads; ++head) {
         importance_sums[layer * static_cast<std::size_t>(shape.heads) + static_cast<std::size_t>(head)] +=
             sums.data_ptr<double>()[head];

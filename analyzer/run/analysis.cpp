@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "analyzer/errors.h"
+#include "analyzer/model/device.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/run/count_warnings.h"
 #include "analyzer/run/output_dir.h"
@@ -25,9 +26,9 @@
 namespace headscan {
 namespace {
 
-void load_model_and_text(RunState& state) {
+void load_model_and_text(RunState& state, const c10::Device& device) {
   const AnalysisOptions& options = state.options;
-  state.model = InstrumentedModel::load(options.model_path, options.dtype);
+  state.model = InstrumentedModel::load(options.model_path, options.dtype, device);
   const ModelMetadata& metadata = state.model->metadata();
   state.text = resolve_text_setup(TextSources{options.tokenizer_path, options.model_path,
                                               state.model->embedded_tokenizer(), &metadata, options.max_length});
@@ -195,6 +196,7 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
                                  options.threads, cores, cores));
   }
   check_shard_options(options);
+  const c10::Device device = resolve_device(options.device);
   OutputDirectory output(options.output_dir, options.force,
                          {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path,
                           options.examples_path});
@@ -206,6 +208,9 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
   run.threads = torch::get_num_threads();
   run.batch_size = options.batch_size;
   run.seed = options.seed;
+  run.device = device.str();
+  run.device_name = device_name(device);
+  reset_peak_device_memory(device);
   auto phase_start = start;
   auto end_phase = [&](const std::string& name) {
     const auto now = std::chrono::steady_clock::now();
@@ -214,7 +219,8 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
   };
 
   RunState state(options);
-  load_model_and_text(state);
+  load_model_and_text(state, device);
+  run.dtype = state.model->dtype();
   state.thresholds = resolve_thresholds(options.thresholds);
   const Thresholds& thresholds = state.thresholds;
   end_phase("load");
@@ -230,6 +236,7 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
   }
 
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.peak_device_memory = peak_device_memory(device);
   if (spooled != nullptr) {
     for (std::string& warning : state.warnings) warning = spooled->named(warning);
   }

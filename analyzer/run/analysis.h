@@ -23,6 +23,7 @@ struct AnalysisOptions {
   std::string parser = "link-grammar";    // dependency parser for plain text: "link-grammar" or "none"
   std::string text_field = "text";        // the document's field in a JSON Lines (.jsonl) corpus
   std::string dtype;                      // --dtype: float32, bfloat16 or float16; empty: the archive's own
+  std::string device = "auto";            // --device: auto, cpu, cuda or cuda:N (analyzer/model/device.h)
   bool force = false;                     // replace a non-empty output directory
   int threads = 0;                        // 0: LibTorch's default
   std::int64_t batch_size = 8;            // sequences per forward call

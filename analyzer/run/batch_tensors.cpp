@@ -7,7 +7,8 @@
 
 namespace headscan {
 
-BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id, const at::Tensor& idf_table) {
+BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id, const at::Tensor& idf_table,
+                        const c10::Device& device) {
   std::size_t length = 0;
   for (const auto& sequence : batch) length = std::max(length, sequence.ids.size());
   const auto rows = static_cast<std::int64_t>(batch.size());
@@ -38,6 +39,11 @@ BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id,
     tensors.idf.masked_fill_(~tensors.valid | tensors.special | (tensors.ids >= idf_table.size(0)), minus_infinity);
   } else {
     tensors.idf = torch::full({rows, columns}, minus_infinity, torch::kFloat);
+  }
+  if (!device.is_cpu()) {
+    for (at::Tensor* tensor : {&tensors.ids, &tensors.valid, &tensors.queries, &tensors.special, &tensors.mask, &tensors.idf}) {
+      *tensor = tensor->to(device);
+    }
   }
   return tensors;
 }

@@ -21,7 +21,9 @@ struct BatchTensors {
 
 // Right-pads to the longest sequence. Padding is never attended by real tokens: either the model
 // takes an attention mask, or it is causal and padding comes after every real token.
-// `idf_table` is [V] float (undefined: every idf is -inf).
-BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id, const at::Tensor& idf_table);
+// `idf_table` is [V] float (undefined: every idf is -inf). The tensors are made on the host and
+// moved to `device`, where the model and the statistics run.
+BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id, const at::Tensor& idf_table,
+                        const c10::Device& device = c10::Device(c10::kCPU));
 
 }  // namespace headscan

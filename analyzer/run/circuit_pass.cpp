@@ -46,7 +46,8 @@ ProbeRun run_probes_without(RunState& state, std::size_t removed) {
   std::int64_t batch_index = 0;
   for (const auto& batch : state.probe_batches()) {
     HeadScales scales(layer + 1);
-    scales[layer] = torch::ones({static_cast<std::int64_t>(batch.size()), shape.heads}, torch::kFloat);
+    scales[layer] = torch::ones({static_cast<std::int64_t>(batch.size()), shape.heads},
+                                torch::TensorOptions(torch::kFloat).device(state.model->device()));
     scales[layer].select(1, head).fill_(0.0);
     ForwardOutput output;
     try {

@@ -40,7 +40,7 @@ void record_example_attention(ExampleSequence& example, int layer, const at::Ten
   const auto length = static_cast<std::int64_t>(example.tokens.size());
   if (layer < 0 || layer >= example.layers || attention.size(0) != example.heads || attention.size(1) < length) return;
   const at::Tensor corner =
-      attention.slice(/*dim=*/1, 0, length).slice(/*dim=*/2, 0, length).to(torch::kFloat).contiguous();  // [H, T, T]
+      attention.slice(/*dim=*/1, 0, length).slice(/*dim=*/2, 0, length).to(torch::kCPU, torch::kFloat).contiguous();  // [H, T, T]
   std::copy_n(corner.data_ptr<float>(), corner.numel(),
               example.attention.begin() + static_cast<std::ptrdiff_t>(layer) * corner.numel());
 }

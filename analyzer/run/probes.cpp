@@ -84,12 +84,12 @@ void RepeatLoss::add(const at::Tensor& logits, const std::vector<Sequence>& batc
     const Sequence& sequence = batch[b];
     const int length = probes.repeat_lengths.at(sequence.line_number);
     const auto count = static_cast<std::int64_t>(sequence.ids.size());
-    const at::Tensor targets = torch::tensor(sequence.ids, torch::kInt64).slice(0, 1);  // token at t = 1..
+    const at::Tensor targets = torch::tensor(sequence.ids, torch::kInt64).slice(0, 1).to(logits.device());  // token at t = 1..
     const at::Tensor losses = -log_probs[static_cast<std::int64_t>(b)]
                                    .slice(0, 0, count - 1)
                                    .gather(/*dim=*/1, targets.unsqueeze(1))
                                    .squeeze(1)
-                                   .to(torch::kDouble)
+                                   .to(torch::kCPU, torch::kDouble)
                                    .contiguous();  // losses[t-1] = loss of the token at t
     const double* loss = losses.data_ptr<double>();
     for (std::int64_t t = 1; t < count; ++t) {

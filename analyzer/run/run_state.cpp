@@ -150,7 +150,7 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
                                 std::int64_t batch_index, std::vector<ExampleSequence>* examples,
                                 ClassifierSet* target, const HeadScales* scales) {
   ClassifierSet& observers = target != nullptr ? *target : classifiers;
-  const BatchTensors tensors = to_tensors(batch, pad_id, idf_table);
+  const BatchTensors tensors = to_tensors(batch, pad_id, idf_table, model->device());
   std::vector<const SequenceWords*> words;
   bool any_words = false;
   for (const Sequence& sequence : batch) {
@@ -168,9 +168,9 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
                              batch_index,
                              any_words ? &words : nullptr,
                              nullptr};
-  if (feeds) observers.begin_batch();
+  observers.begin_batch();
   const bool recording = record_examples && examples != nullptr;
-  return model->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention) {
+  ForwardOutput output = model->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention) {
     if (layer >= shape.layers || attention.size(1) != shape.heads) {
       throw InputError(fmt::format(
           "the model produced attention for layer {} with {} heads, but the first sequence showed {} layers "
@@ -178,7 +178,11 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
           "on the input, such as early exits, are not supported)",
           layer, attention.size(1), shape.layers, shape.heads));
     }
-    require_finite_attention(layer, attention, &tensors.valid);
+    // Checked with the batch's sums, before the layer's statistics: one wait for the device per batch.
+    observers.pending_sums().add(nonfinite_attention(attention, &tensors.valid).view({1}),
+                                 [layer](const double* broken, std::int64_t) {
+                                   if (broken[0] != 0) report_nonfinite_attention(layer);
+                                 });
     if (feeds) observers.observe(layer, attention, context);
     if (!recording) return;
     for (std::size_t b = 0; b < batch.size(); ++b) {
@@ -189,6 +193,8 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
       }
     }
   }, scales);
+  observers.end_batch();
+  return output;
 }
 
 }  // namespace headscan
