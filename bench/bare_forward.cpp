@@ -29,7 +29,10 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <torch/cuda.h>
+
 #include "analyzer/corpus/text_lines.h"
+#include "analyzer/model/device.h"
 #include "analyzer/model/model_archive.h"
 #include "analyzer/run/sequences.h"
 #include "analyzer/run/text_setup.h"
@@ -47,6 +50,7 @@ struct Options {
   bool probe_forward = false;  // one extra forward over the first sequence, as headscan's probe
   bool warmup = true;          // one forward over two tokens before the batches
   int passes = 1;              // times the corpus is run; forward time is reported per pass
+  std::string device = "cpu";  // where the model runs, as headscan's --device
 };
 
 struct Totals {
@@ -91,6 +95,9 @@ Totals run(const Options& options) {
   torch::jit::ExtraFilesMap extra{{"tokenizer.json", ""}, {"headscan.json", ""}};
   torch::jit::Module module = torch::jit::load(options.model_path, torch::kCPU, extra);
   module.eval();
+  const c10::Device device = headscan::resolve_device(options.device);
+  module.to(device);
+  headscan::reset_peak_device_memory(device);
   const bool takes_mask = takes_attention_mask(module);
 
   // The tokenizer, BOS and max_length exactly as headscan resolves them.
@@ -106,9 +113,11 @@ Totals run(const Options& options) {
   auto forward = [&](const at::Tensor& ids, const at::Tensor& valid) {
     std::vector<c10::IValue> inputs;
     inputs.reserve(2);
-    inputs.emplace_back(ids);
-    if (takes_mask) inputs.emplace_back(valid.to(torch::kInt64));
-    return module.forward(std::move(inputs));
+    inputs.emplace_back(ids.to(device));
+    if (takes_mask) inputs.emplace_back(valid.to(device, torch::kInt64));
+    c10::IValue output = module.forward(std::move(inputs));
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());  // the time is the GPU's work, not its queueing
+    return output;
   };
 
   if (options.warmup) {
@@ -178,6 +187,7 @@ int main(int argc, char** argv) {
                "the layers and causality");
   app.add_option("--passes", options.passes, "run the corpus this many times; forward_seconds is the median pass")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--device", options.device, "cpu, cuda or cuda:N, as headscan's --device")->capture_default_str();
   bool no_warmup = false;
   app.add_flag("--no-warmup", no_warmup, "no forward over two tokens before the batches (see the source)");
   CLI11_PARSE(app, argc, argv);
@@ -194,6 +204,8 @@ int main(int argc, char** argv) {
     std::sort(passes.begin(), passes.end());
     fmt::print("wall_seconds {:.3f}\npeak_rss_kib {}\nforward_seconds {:.3f}\n", seconds, usage.ru_maxrss,
                passes[passes.size() / 2]);
+    const std::int64_t peak = headscan::peak_device_memory(headscan::resolve_device(options.device));
+    if (peak >= 0) fmt::print("peak_device_memory_bytes {}\n", peak);
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "headscan_bench_forward: error: {}\n", e.what());

@@ -13,6 +13,7 @@ the batches, sequences and tokens it ran.
 
 import argparse
 import json
+import time
 import zipfile
 
 import torch
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-length", type=int, default=0, help="tokens per window, BOS included")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args()
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -43,7 +45,8 @@ def main() -> None:
     unk = vocab[tokenizer["model"]["unk_token"]]
     bos = vocab[meta["bos_token"]]
     room = (args.max_length or meta.get("max_length", 512)) - 1
-    module = torch.jit.load(args.model).eval()
+    device = torch.device(args.device)
+    module = torch.jit.load(args.model, map_location=device).eval()
 
     windows = []
     with open(args.corpus, encoding="utf-8") as corpus:
@@ -52,17 +55,28 @@ def main() -> None:
             windows += [[bos] + ids[start:start + room] for start in range(0, len(ids), room)]
 
     batches = sequences = tokens = 0
+    forward_seconds = 0.0
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
     with torch.no_grad():
-        module(torch.full((1, 2), bos, dtype=torch.long))
+        module(torch.full((1, 2), bos, dtype=torch.long, device=device))
         for start in range(0, len(windows), args.batch_size):
             batch = windows[start:start + args.batch_size]
             length = max(len(w) for w in batch)
             ids = torch.tensor([w + [bos] * (length - len(w)) for w in batch], dtype=torch.long)
-            module(ids)
+            begin = time.perf_counter()
+            module(ids.to(device))
+            if cuda:
+                torch.cuda.synchronize(device)
+            forward_seconds += time.perf_counter() - begin
             batches += 1
             sequences += len(batch)
             tokens += sum(len(w) for w in batch)
     print(f"{batches} batches, {sequences} sequences, {tokens} tokens")
+    print(f"forward_seconds {forward_seconds:.3f}")
+    if cuda:
+        print(f"peak_device_memory_bytes {torch.cuda.max_memory_allocated(device)}")
 
 
 if __name__ == "__main__":

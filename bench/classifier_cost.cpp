@@ -2,13 +2,22 @@
 // overhead of headscan over a bare forward pass goes. Not a test.
 //
 //   headscan_bench_classifiers [--batch 8] [--heads 12] [--length 1024] [--bidirectional] [--repeats 3]
+//                              [--device cpu|cuda|cuda:N]
+// Each time is taken after the device has finished (synchronized on a GPU). "row summary (tensor
+// ops)" times the summary's definition as tensor operations (what devices other than the CPU run)
+// beside the one-pass kernel the CPU runs, the measurement that keeps that kernel.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <torch/cuda.h>
 #include <torch/torch.h>
+
+#include "analyzer/model/device.h"
+#include "heads/device_sums.h"
 
 #include "heads/classifier.h"
 #include "heads/registry.h"
@@ -26,6 +35,7 @@ int main(int argc, char** argv) {
   std::int64_t batch = 8, heads = 12, length = 1024;
   int repeats = 3, threads = 0;
   bool bidirectional = false;
+  std::string device_name = "cpu";
   CLI::App app{"time each head classifier's observe() on one layer's attention"};
   app.add_option("--batch", batch);
   app.add_option("--heads", heads);
@@ -33,52 +43,76 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats);
   app.add_option("--threads", threads);
   app.add_flag("--bidirectional", bidirectional);
+  app.add_option("--device", device_name);
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) torch::set_num_threads(threads);
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
 
-  at::Tensor scores = torch::randn({batch, heads, length, length});
+  const c10::Device device = headscan::resolve_device(device_name);
+  const auto finish = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  };
+  at::Tensor scores = torch::randn({batch, heads, length, length}).to(device);
   if (!bidirectional) {
-    scores.masked_fill_(torch::ones({length, length}, torch::kBool).triu(1), -std::numeric_limits<float>::infinity());
+    scores.masked_fill_(torch::ones({length, length}, torch::kBool).triu(1).to(device),
+                        -std::numeric_limits<float>::infinity());
   }
+  finish();
   auto start = std::chrono::steady_clock::now();
   const at::Tensor attention = torch::softmax(scores, -1);
+  finish();
   std::printf("softmax itself (reference): %.1f ms\n", milliseconds_since(start));
 
-  const at::Tensor ids = torch::randint(3, 2000, {batch, length}, torch::kInt64);
-  const at::Tensor valid = torch::ones({batch, length}, torch::kBool);
+  const at::Tensor ids = torch::randint(3, 2000, {batch, length}, torch::kInt64).to(device);
+  const at::Tensor valid = torch::ones({batch, length}, torch::kBool).to(device);
   at::Tensor special = torch::zeros({batch, length}, torch::kBool);
   special.select(1, 0).fill_(true);
-  const at::Tensor idf = torch::rand({batch, length}).masked_fill(special, -std::numeric_limits<float>::infinity());
+  special = special.to(device);
+  const at::Tensor idf = torch::rand({batch, length}).to(device).masked_fill(special, -std::numeric_limits<float>::infinity());
 
   auto classifiers = headscan::make_classifiers();
   const headscan::ModelShape shape{1, static_cast<int>(heads), !bidirectional};
   for (auto& classifier : classifiers) classifier->begin(shape);
   // Milliseconds per repeat: the shared row summary first, then each classifier in pipeline order.
-  std::vector<std::vector<double>> times(classifiers.size() + 1);
+  // Rows: the row summary, each classifier, the batch's sums brought to the host; then, apart, the
+  // summary's tensor definition.
+  std::vector<std::vector<double>> times(classifiers.size() + 3);
   for (int r = 0; r < repeats; ++r) {
     headscan::RowSummaryCache rows;
+    headscan::DeviceSums sums;
     const headscan::BatchContext context{ids, valid, valid, special, idf, !bidirectional, true,
-                                         headscan::BatchSource::corpus, r, nullptr, &rows};
+                                         headscan::BatchSource::corpus, r, nullptr, &rows, &sums};
     start = std::chrono::steady_clock::now();
     rows.get(0, attention, !bidirectional);
+    finish();
     times[0].push_back(milliseconds_since(start));
     for (std::size_t c = 0; c < classifiers.size(); ++c) {
       if (classifiers[c]->source() != headscan::BatchSource::corpus) continue;
       start = std::chrono::steady_clock::now();
       classifiers[c]->observe(0, attention, context);
+      finish();
       times[c + 1].push_back(milliseconds_since(start));
     }
+    start = std::chrono::steady_clock::now();
+    sums.flush();
+    times[classifiers.size() + 1].push_back(milliseconds_since(start));
+    start = std::chrono::steady_clock::now();
+    headscan::summarize_rows_in_chunks(attention, !bidirectional, headscan::kSummaryChunkElements);
+    finish();
+    times[classifiers.size() + 2].push_back(milliseconds_since(start));
   }
   double total = 0;
   for (std::size_t c = 0; c < times.size(); ++c) {
     if (times[c].empty()) continue;
     std::sort(times[c].begin(), times[c].end());
     const double median = times[c][times[c].size() / 2];
-    std::printf("%-16s %8.1f ms (median of %d)\n", c == 0 ? "row summary" : classifiers[c - 1]->name().c_str(), median,
-                repeats);
-    total += median;
+    const std::string name = c == 0                        ? "row summary"
+                             : c <= classifiers.size()     ? classifiers[c - 1]->name()
+                             : c == classifiers.size() + 1 ? "sums to host"
+                                                           : "(row summary as tensor ops, not in the total)";
+    std::printf("%-16s %8.1f ms (median of %d)\n", name.c_str(), median, repeats);
+    if (c <= classifiers.size() + 1) total += median;
   }
   std::printf("%-16s %8.1f ms per layer and batch of %lld x %lld heads x %lld tokens\n", "total", total,
               static_cast<long long>(batch), static_cast<long long>(heads), static_cast<long long>(length));
