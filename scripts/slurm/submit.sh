@@ -3,7 +3,7 @@
 # (shard.sbatch), then one job merges them into the report (merge.sbatch), the same report as
 # `headscan MODEL CORPUS -o OUT/report` run on one machine.
 #
-#   scripts/slurm/submit.sh --shards N [--headscan PATH] [--wait]
+#   scripts/slurm/submit.sh --shards N [--gpus-per-shard G] [--headscan PATH] [--wait]
 #       [--threshold NAME=VALUE]... [--no-html] [--no-plots] MODEL CORPUS OUT [-- HEADSCAN OPTION...]
 #
 # OUT/shards/I  the state of shard I (0 to N-1)
@@ -15,6 +15,10 @@
 # With --wait the script returns when the merge has ended: 0 if the report was written, 1 if a
 # shard or the merge failed (a failed shard cancels the merge: --kill-on-invalid-dep).
 # Without it, it returns once both jobs are queued.
+# --gpus-per-shard G: each shard's task gets G GPUs (sbatch --gpus-per-task=G) and runs headscan with
+# --device cuda unless the options after -- name a --device. One headscan process computes on one
+# GPU (the first of its task's, cuda:0 as Slurm numbers them): more shards, not more GPUs per shard,
+# use more GPUs; G > 1 only reserves the others. The merge needs no GPU.
 #
 # HEADSCAN_SBATCH_OPTIONS: more sbatch options for both jobs, split at spaces, e.g.
 #   HEADSCAN_SBATCH_OPTIONS="--partition=cpu --time=02:00:00 --mem=16G --cpus-per-task=4"
@@ -26,7 +30,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 usage() {
   cat <<'EOF'
-usage: scripts/slurm/submit.sh --shards N [--headscan PATH] [--wait]
+usage: scripts/slurm/submit.sh --shards N [--gpus-per-shard G] [--headscan PATH] [--wait]
            [--threshold NAME=VALUE]... [--no-html] [--no-plots] MODEL CORPUS OUT [-- HEADSCAN OPTION...]
 EOF
 }
@@ -36,19 +40,21 @@ bad_usage() {
   exit 2
 }
 
-shards="" headscan="" wait=0
+shards="" headscan="" wait=0 gpus=0
 merge_options=() positional=() extra=()
 while (($#)); do
   case $1 in
-    --shards | --headscan | --threshold)
+    --shards | --headscan | --threshold | --gpus-per-shard)
       (($# >= 2)) || bad_usage "$1 needs a value"
       case $1 in
         --shards) shards=$2 ;;
+        --gpus-per-shard) gpus=$2 ;;
         --headscan) headscan=$2 ;;
         --threshold) merge_options+=(--threshold "$2") ;;
       esac
       shift 2 ;;
     --shards=*) shards=${1#*=}; shift ;;
+    --gpus-per-shard=*) gpus=${1#*=}; shift ;;
     --headscan=*) headscan=${1#*=}; shift ;;
     --threshold=*) merge_options+=("$1"); shift ;;
     --no-html | --no-plots) merge_options+=("$1"); shift ;;
@@ -62,6 +68,16 @@ done
 
 ((${#positional[@]} == 3)) || bad_usage "expected MODEL CORPUS OUT, got ${#positional[@]} arguments"
 [[ $shards =~ ^[1-9][0-9]*$ ]] || bad_usage "--shards N: N must be a whole number from 1 (got '${shards}')"
+[[ $gpus =~ ^[0-9]+$ ]] || bad_usage "--gpus-per-shard G: G must be a whole number (got '${gpus}')"
+shard_options=()
+if ((10#$gpus > 0)); then
+  shard_options=(--ntasks=1 "--gpus-per-task=$gpus")
+  device_given=0
+  for option in "${extra[@]}"; do
+    [[ $option == --device || $option == --device=* ]] && device_given=1
+  done
+  ((device_given)) || extra+=(--device cuda)
+fi
 model=${positional[0]} corpus=${positional[1]} out=${positional[2]}
 [[ $corpus != - ]] || bad_usage "a corpus on standard input cannot be shared by the jobs: give a file"
 [[ -r $model ]] || bad_usage "cannot read the model $model"
@@ -82,7 +98,7 @@ out=$(realpath "$out")
 read -r -a sbatch_options <<<"${HEADSCAN_SBATCH_OPTIONS:-}"
 
 if ! array_job=$(sbatch --parsable --array="0-$((shards - 1))" --job-name=headscan-shard \
-  --output="$out/logs/shard-%A_%a.out" "${sbatch_options[@]}" \
+  --output="$out/logs/shard-%A_%a.out" "${shard_options[@]}" "${sbatch_options[@]}" \
   "$here/shard.sbatch" "$headscan" "$model" "$corpus" "$out" "$shards" "${extra[@]}"); then
   echo "submit.sh: sbatch could not submit the shards' array job" >&2
   exit 1
