@@ -2,8 +2,9 @@
 # On a GPU machine that has CUDA and torch but not this project's other libraries (README,
 # "GPUs"): installs the binaries scripts/gpu/bundle.sh built and packed into build-gpu/ against
 # this machine's torch, builds the fixture models with this machine's torch, and runs the tests
-# labelled gpu: the statistics on the GPU against the CPU (headscan_tests "[gpu]") and every
-# fixture's heads.json with --device cuda against --device cpu (tests/gpu/check_cuda.py).
+# labelled gpu: the statistics on the GPU against the CPU (headscan_tests "[gpu]"), every
+# fixture's heads.json with --device cuda against --device cpu (tests/gpu/check_cuda.py), and, where
+# the Python has transformers, Hugging Face architectures on the GPU against transformers' attention.
 #
 #   scripts/gpu/build.sh [--no-tests]
 #
@@ -56,4 +57,11 @@ status=0
 sh "$root/tests/gpu/run_if_gpu.sh" "$bundle/bin/headscan" "$bundle/bin/headscan_tests" "[gpu]" || status=$?
 sh "$root/tests/gpu/run_if_gpu.sh" "$bundle/bin/headscan" "$python" "$root/tests/gpu/check_cuda.py" \
   "$bundle/bin/headscan" "$fixtures" "$bundle/gpu-check" "$root/tests/fixtures/compare_heads.py" || status=$?
+# Hugging Face architectures on the GPU against transformers on the CPU, where this Python has them.
+if "$python" -c 'import transformers, tokenizers' 2>/dev/null; then
+  HEADSCAN_DEVICE=cuda HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 sh "$root/tests/gpu/run_if_gpu.sh" "$bundle/bin/headscan" \
+    "$python" "$root/tests/hf/check_export_hf.py" "$bundle/bin/headscan" "$bundle/hf-export" || status=$?
+else
+  echo "skipped tests/hf/check_export_hf.py: $python has no transformers and tokenizers"
+fi
 exit "$status"

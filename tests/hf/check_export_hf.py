@@ -27,6 +27,9 @@ makes a wrong mask, position or query set visible in the scores. gpt-oss's atten
 (its rows sum to less than 1): headscan captures the columns the model keeps, as output_attentions
 returns them. Exit 0 when every architecture passes, 1 otherwise (each failure
 printed); about 30 s for all of them on 2 cores.
+
+HEADSCAN_DEVICE (e.g. cuda) runs every headscan analysis with --device HEADSCAN_DEVICE: the same
+references on the CPU against headscan on a GPU (ctest's gpu.export_hf).
 """
 
 import concurrent.futures
@@ -76,6 +79,9 @@ CORPUS = [
 # ---------------------------------------------------------------------------------------------
 # Tokenizers in the styles of the model families, trained on the corpus.
 
+
+# --device for every headscan analysis (empty: headscan's default).
+DEVICE = ["--device", os.environ["HEADSCAN_DEVICE"]] if os.environ.get("HEADSCAN_DEVICE") else []
 
 def train_tokenizer(style):
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -346,7 +352,7 @@ def check_sdpa_twin(arch, headscan, corpus, work, eager_heads):
         sdpa_archive(model_dir, archive, twin)
     shutil.rmtree(report + "_sdpa", ignore_errors=True)
     run([headscan, twin, corpus, "-o", report + "_sdpa", "--parser", "none", "--no-html", "--no-plots", "-q",
-         "--threads", "1"], "headscan on the SDPA export")
+         "--threads", "1"] + DEVICE, "headscan on the SDPA export")
     with open(os.path.join(report + "_sdpa", "heads.json"), encoding="utf-8") as f:
         sdpa_heads = json.load(f)
     problems = []
@@ -439,7 +445,7 @@ def check(arch, headscan, corpus, work):
 
     shutil.rmtree(report, ignore_errors=True)
     run([headscan, archive, corpus, "-o", report, "--parser", "none", "--no-html", "--no-plots", "-q",
-         "--threads", "1"], "headscan")
+         "--threads", "1"] + DEVICE, "headscan")
     with open(os.path.join(report, "heads.json"), encoding="utf-8") as f:
         heads = json.load(f)
 
