@@ -15,8 +15,10 @@ struct Panel {
   double left, top, width, height;
 };
 
+// The frame, title and axes of a panel whose value axis runs from 0 to `high`, with ticks at
+// `ticks` (four equal steps when empty), written with `digits` decimals.
 void draw_panel_frame(PngCanvas& canvas, const Panel& panel, int layers, const std::string& title, double high,
-                      int digits) {
+                      int digits, std::vector<double> ticks = {}) {
   TextStyle heading;
   heading.size = 14;
   heading.bold = true;
@@ -28,11 +30,14 @@ void draw_panel_frame(PngCanvas& canvas, const Panel& panel, int layers, const s
   tick.colour = {0.3, 0.3, 0.3};
   tick.anchor = Anchor::right;
   tick.baseline = Baseline::middle;
-  for (int i = 0; i <= 4; ++i) {
-    const double y = panel.top + panel.height - panel.height * i / 4.0;
+  if (ticks.empty()) {
+    for (int i = 0; i <= 4; ++i) ticks.push_back(high * i / 4.0);
+  }
+  for (const double value : ticks) {
+    const double y = panel.top + panel.height - panel.height * (high > 0 ? value / high : 0.0);
     canvas.line(panel.left - 3, y, panel.left, y, {0.3, 0.3, 0.3});
-    if (i > 0) canvas.line(panel.left + 1, y, panel.left + panel.width, y, {0.9, 0.9, 0.9});
-    canvas.text(format_number(high * i / 4.0, digits), panel.left - 5, y, tick);
+    if (value > 0) canvas.line(panel.left + 1, y, panel.left + panel.width, y, {0.9, 0.9, 0.9});
+    canvas.text(format_number(value, digits), panel.left - 5, y, tick);
   }
   tick.anchor = Anchor::center;
   tick.baseline = Baseline::top;
@@ -99,6 +104,13 @@ void draw_line_panel(PngCanvas& canvas, const Panel& panel, const ReportData& da
 
 }  // namespace
 
+std::vector<int> count_ticks(int high) {
+  const int step = std::max(1, (high + 3) / 4);  // ceil(high / 4): at most four steps
+  std::vector<int> ticks;
+  for (int value = 0; value <= std::max(high, 0); value += step) ticks.push_back(value);
+  return ticks;
+}
+
 void plot_layer_summary(const ReportData& data, const std::filesystem::path& path) {
   const double panel_width = std::clamp(data.layers * 28.0, 240.0, 420.0);
   const Panel counts{60, 60, panel_width, 260};
@@ -107,7 +119,9 @@ void plot_layer_summary(const ReportData& data, const std::filesystem::path& pat
   PngCanvas canvas(static_cast<int>(entropy.left + panel_width + 30), 370);
 
   // Stacked bars of primary labels, bottom-up in label order.
-  draw_panel_frame(canvas, counts, data.layers, "Heads per layer by primary label", data.heads, 0);
+  const std::vector<int> whole = count_ticks(data.heads);
+  draw_panel_frame(canvas, counts, data.layers, "Heads per layer by primary label", data.heads, 0,
+                   std::vector<double>(whole.begin(), whole.end()));
   const double step = counts.width / data.layers;
   std::map<std::string, int> seen;
   for (int layer = 0; layer < data.layers; ++layer) {

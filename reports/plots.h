@@ -28,6 +28,9 @@ void plot_label_map(const ReportData& data, const std::filesystem::path& path,
                     const std::string& title = "Heads by primary label");
 void plot_score_heatmap(const ReportData& data, const ScoreColumn& score, const std::filesystem::path& path);
 void plot_layer_summary(const ReportData& data, const std::filesystem::path& path);
+// The ticks of a count axis from 0 to `high` (heads per layer): whole numbers only, at most five,
+// the same step apart (1, 2, 3, … so that 0 and a multiple near `high` are marked).
+std::vector<int> count_ticks(int high);
 void plot_attention(const ExampleSequence& example, int layer, int head, const std::string& title,
                     const std::filesystem::path& path);
 
