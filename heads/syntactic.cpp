@@ -15,8 +15,8 @@
 
 #include "heads/device_sums.h"
 #include "heads/registry.h"
-#include "heads/row_summary.h"
 #include "heads/relation_accuracy.h"
+#include "heads/row_summary.h"
 #include "heads/saved_statistics.h"
 #include "analyzer/corpus/sequence_words.h"
 
@@ -90,6 +90,7 @@ class SyntacticClassifier : public HeadClassifier {
     const at::Tensor per_arc = predicted.permute({0, 2, 1}).reshape({-1, heads}).index_select(0, arc_query_);
     const at::Tensor right = per_arc.eq(arc_target_.unsqueeze(1)).to(at::kDouble);
     const auto groups = static_cast<std::int64_t>(groups_.size());
+    // Whole numbers: exact in any order of addition, on any device.
     const at::Tensor counts = torch::zeros({groups, heads}, right.options()).index_add_(0, arc_group_, right);
     add_or_receive(context.sums, counts.flatten(), [this, layer, heads, groups = groups_](const double* data, std::int64_t) {
       for (std::size_t group = 0; group < groups.size(); ++group) {
