@@ -23,6 +23,21 @@ graph(%ids : Tensor):
   return (%out)
 )IR";
 
+// What torch.jit.script makes of `torch.arange(T)` (no device: the CPU) and `torch.zeros_like(ids)`
+// (no device: the device of ids).
+constexpr const char* kScriptedGraph = R"IR(
+graph(%ids : Tensor):
+  %length : int = prim::Constant[value=5]()
+  %long : int = prim::Constant[value=4]()
+  %none : NoneType = prim::Constant()
+  %no : bool = prim::Constant[value=0]()
+  %positions : Tensor = aten::arange(%length, %long, %none, %none, %no)
+  %zeros : Tensor = aten::zeros_like(%ids, %none, %none, %none, %no, %none)
+  %one : int = prim::Constant[value=1]()
+  %sum : Tensor = aten::add(%zeros, %positions, %one)
+  return (%sum)
+)IR";
+
 std::vector<c10::Device> device_constants(torch::jit::Graph& graph) {
   std::vector<c10::Device> devices;
   for (torch::jit::Node* node : graph.nodes()) {
@@ -50,4 +65,22 @@ TEST_CASE("graph device: CPU device constants move to the run's device", "[model
     CHECK(placement.device_constants == 0);
     CHECK((device_constants(*graph) == std::vector<c10::Device>{c10::Device(c10::kCPU)}));
   }
+}
+
+TEST_CASE("graph device: factories that name no device get the run's; tensor-based ones keep theirs", "[model][device]") {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(kScriptedGraph, graph.get());
+  const headscan::DevicePlacement placement = headscan::place_graph_on_device(*graph, c10::Device(c10::kCUDA, 1));
+  CHECK(placement.factory_devices == 1);
+  for (torch::jit::Node* node : graph->nodes()) {
+    if (node->kind() == c10::aten::arange) {
+      const auto device = torch::jit::toIValue(node->input(3));
+      REQUIRE(device.has_value());
+      REQUIRE(device->isDevice());
+      CHECK(device->toDevice() == c10::Device(c10::kCUDA, 1));
+    }
+    if (node->kind() == c10::aten::zeros_like) CHECK(node->input(3)->type()->kind() == c10::TypeKind::NoneType);
+  }
+  graph->lint();
+  CHECK(headscan::place_graph_on_device(*graph, c10::Device(c10::kCPU)).factory_devices == 0);
 }

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <new>
 
+#include <ATen/Context.h>
 #include <ATen/DeviceAccelerator.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/util/Exception.h>
@@ -95,14 +96,23 @@ std::string device_name(const c10::Device& device) {
   return name.empty() ? device.str() : name;
 }
 
+// The caching allocator learns how many GPUs there are when CUDA is initialized, on the first tensor
+// placed on one; before that, its statistics reject every device index ("Invalid device argument").
+namespace {
+void initialize_accelerator(const c10::Device& device) { at::globalContext().lazyInitDevice(device.type()); }
+}  // namespace
+
 std::int64_t peak_device_memory(const c10::Device& device) {
   if (!device.is_cuda()) return -1;
+  initialize_accelerator(device);
   const auto stats = at::accelerator::getDeviceStats(device.index());
   return stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
 }
 
 void reset_peak_device_memory(const c10::Device& device) {
-  if (device.is_cuda()) at::accelerator::resetPeakStats(device.index());
+  if (!device.is_cuda()) return;
+  initialize_accelerator(device);
+  at::accelerator::resetPeakStats(device.index());
 }
 
 bool names_out_of_memory(const std::string& what) {

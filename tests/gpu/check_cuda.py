@@ -46,7 +46,7 @@ def main(argv):
     quick = ["--no-html", "--no-plots", "-q", "--force"]
 
     probe = subprocess.run([headscan, os.path.join(fixtures, "gpt2.pt"), words, "-o", os.path.join(work, "probe"),
-                            "--device", "cuda", "--max-sequences", "1"] + quick, capture_output=True, text=True)
+                            "--device", "cuda", "--max-sequences", "1", "--parser", "none"] + quick, capture_output=True, text=True)
     if probe.returncode == 2 and ("sees no GPU" in probe.stderr or "without CUDA" in probe.stderr):
         print("skipped: " + probe.stderr.strip())
         return SKIPPED
