@@ -29,7 +29,8 @@ class DeviceSums;
 // Where a batch comes from: the user's corpus or headscan's synthetic probe sequences. Each
 // classifier reads the batches of one source; a pass (analyzer/run/pass.h) says which source its
 // batches are, or that classifiers do not see them.
-enum class BatchSource { corpus, probe };
+// The needle probes (analyzer/run/needles.h) are a source of their own: retrieval heads read them.
+enum class BatchSource { corpus, probe, needle };
 
 struct BatchContext {
   const at::Tensor& token_ids;  // [B, T] int64
@@ -53,6 +54,12 @@ struct BatchContext {
   // Where the batch's per-head sums wait to leave the attention's device together
   // (heads/device_sums.h); null: each statistic is brought to the host at once.
   DeviceSums* sums = nullptr;
+  // [B, T] bool: the tokens whose text is only punctuation (analyzer/tokenizers/piece_text.h); null
+  // when the run knows none.
+  const at::Tensor* punctuation = nullptr;
+  // Needle probes: [B, T] int64, for each query that is a copy event the position of the needle
+  // token the model copies there, -1 elsewhere; null in other batches.
+  const at::Tensor* needle_targets = nullptr;
 };
 
 // What a classifier concludes about one head.
@@ -78,6 +85,10 @@ class HeadClassifier {
 
   // Called once before the first observe().
   virtual void begin(const ModelShape& shape) = 0;
+  // The run's thresholds, before begin(): a type whose statistics take a parameter (streaming's
+  // sink and window) reads it here. The parameters are named like thresholds, so shards agree on
+  // them and heads.json records them.
+  virtual void configure(const Thresholds& /*thresholds*/) {}
   // One layer's attention for one batch: [B, H, T, T].
   virtual void observe(int layer, const at::Tensor& attention, const BatchContext& context) = 0;
 

@@ -22,9 +22,12 @@ ClassifierSet::~ClassifierSet() = default;
 ClassifierSet::ClassifierSet(ClassifierSet&&) noexcept = default;
 ClassifierSet& ClassifierSet::operator=(ClassifierSet&&) noexcept = default;
 
-void ClassifierSet::begin(const ModelShape& shape) {
+void ClassifierSet::begin(const ModelShape& shape, const Thresholds& thresholds) {
   shape_ = shape;
-  for (auto& classifier : classifiers_) classifier->begin(shape);
+  for (auto& classifier : classifiers_) {
+    classifier->configure(thresholds);
+    classifier->begin(shape);
+  }
 }
 
 void ClassifierSet::begin_batch() {

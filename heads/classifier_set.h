@@ -24,8 +24,9 @@ class ClassifierSet {
   ClassifierSet(ClassifierSet&&) noexcept;
   ClassifierSet& operator=(ClassifierSet&&) noexcept;
 
-  // Called once, before the first batch.
-  void begin(const ModelShape& shape);
+  // Called once, before the first batch; `thresholds` carries the statistics' parameters
+  // (HeadClassifier::configure), the defaults when empty.
+  void begin(const ModelShape& shape, const Thresholds& thresholds = {});
   // Called before each forward call whose attention observe() receives: the row summaries of the
   // previous batch are dropped.
   void begin_batch();

@@ -17,7 +17,7 @@ class DuplicateTokenClassifier : public TargetAttentionClassifier {
                      "TransformerLens",
                      "#882255",
                      "dup",
-                     /*primary_rank=*/2},
+                     /*primary_rank=*/3},
             LabelRule{/*strict=*/false, /*causal_only=*/true}, BatchSource::probe) {}
 
  protected:

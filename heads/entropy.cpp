@@ -17,7 +17,7 @@ class EntropyClassifier : public MeanScoreClassifier {
                                                   "Clark et al. 2019",
                                                   "#999933",
                                                   "broad",
-                                                  /*primary_rank=*/8}) {}
+                                                  /*primary_rank=*/12}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     const std::int64_t length = attention.size(-1);

@@ -15,7 +15,7 @@ class FirstTokenClassifier : public MeanScoreClassifier {
                                                        "Clark et al. 2019; attention sinks (Xiao et al. 2023)",
                                                        "#44AA99",
                                                        "first",
-                                                       /*primary_rank=*/7}) {}
+                                                       /*primary_rank=*/10}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (attention.size(-1) < 2) return;

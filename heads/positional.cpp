@@ -27,7 +27,7 @@ class PositionalClassifier : public HeadClassifier {
             "Voita et al. 2019",
             "#88CCEE",
             "pos",
-            /*primary_rank=*/6};
+            /*primary_rank=*/9};
   }
 
   void begin(const ModelShape& shape) override {

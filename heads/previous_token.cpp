@@ -16,7 +16,7 @@ class PreviousTokenClassifier : public MeanScoreClassifier {
                                      "Olsson et al. 2022",
                                      "#332288",
                                      "prev",
-                                     /*primary_rank=*/3}) {}
+                                     /*primary_rank=*/4}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (attention.size(-1) < 2) return;

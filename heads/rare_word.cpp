@@ -39,7 +39,7 @@ class RareWordClassifier : public MeanScoreClassifier {
             "Voita et al. 2019",
             "#DDCC77",
             "rare",
-            /*primary_rank=*/5};
+            /*primary_rank=*/6};
   }
 
   void begin(const ModelShape& shape) override {

@@ -27,6 +27,10 @@ constexpr ClassifierFactory kClassifiers[] = {
     make_induction_text_classifier,
     make_rare_word_classifier,
     make_syntactic_classifier,
+    make_separator_classifier,
+    make_punctuation_classifier,
+    make_streaming_classifier,
+    make_retrieval_classifier,
 };
 
 }  // namespace

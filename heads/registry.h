@@ -21,6 +21,13 @@ std::unique_ptr<HeadClassifier> make_duplicate_token_classifier();
 std::unique_ptr<HeadClassifier> make_induction_text_classifier();
 std::unique_ptr<HeadClassifier> make_rare_word_classifier();
 std::unique_ptr<HeadClassifier> make_syntactic_classifier();
+std::unique_ptr<HeadClassifier> make_separator_classifier();
+std::unique_ptr<HeadClassifier> make_punctuation_classifier();
+std::unique_ptr<HeadClassifier> make_streaming_classifier();
+std::unique_ptr<HeadClassifier> make_retrieval_classifier();
+
+// Copy events a retrieval score needs: with fewer, retrieval is null (heads/retrieval.cpp).
+constexpr std::int64_t kMinimumCopyEvents = 20;
 
 // Every classifier, in the order their scores appear in heads.json.
 std::vector<std::unique_ptr<HeadClassifier>> make_classifiers();

@@ -22,7 +22,7 @@ using Json = nlohmann::json;
 enum class Layout {
   means,       // HeadMeans
   positional,  // per offset d ("-1", "1", "-2", "2"): {"weight": HeadMeans, "argmax": HeadMeans}
-  rare_word,   // {"means": HeadMeans, "baseline": QueryMean}
+  baselined,   // {"means": HeadMeans, "baseline": QueryMean}: rare_word, separator, punctuation
   relations,   // RelationAccuracy
 };
 // The queries a statistic counts.
@@ -30,6 +30,7 @@ enum class Queries {
   corpus,        // the corpus's queries: at most its tokens
   later_corpus,  // the corpus's queries i ≥ 1 (with a key at i - 1, i + 1, ...): not a sequence's first token
   probe,         // the probe sequences' queries
+  needle,        // the needle probes' queries
 };
 // The values a statistic averages.
 enum class Values {
@@ -59,8 +60,12 @@ constexpr StatisticSchema kStatistics[] = {
     {"induction", Layout::means, Queries::probe, Values::share},
     {"duplicate_token", Layout::means, Queries::probe, Values::share},
     {"induction_text", Layout::means, Queries::corpus, Values::share},
-    {"rare_word", Layout::rare_word, Queries::corpus, Values::share},
+    {"rare_word", Layout::baselined, Queries::corpus, Values::share},
     {"syntactic", Layout::relations, Queries::corpus, Values::share},
+    {"separator", Layout::baselined, Queries::later_corpus, Values::share},
+    {"punctuation", Layout::baselined, Queries::later_corpus, Values::share},
+    {"streaming", Layout::means, Queries::later_corpus, Values::share},
+    {"retrieval", Layout::means, Queries::needle, Values::share},
 };
 constexpr const char* kPositionalOffsets[] = {"-1", "1", "-2", "2"};  // heads/positional.cpp
 
@@ -97,6 +102,7 @@ const Limit& query_limit(Queries queries, const StatisticLimits& limits) {
     case Queries::corpus: return limits.corpus_queries;
     case Queries::later_corpus: return limits.later_corpus_queries;
     case Queries::probe: return limits.probe_queries;
+    case Queries::needle: return limits.needle_queries;
   }
   return limits.corpus_queries;
 }
@@ -248,7 +254,7 @@ std::vector<MeanGroup> load_statistics(const Json& statistics, const StatisticLi
           same_queries.emplace_back(argmax, weight, "both count the queries with a key at that offset");
         }
         break;
-      case Layout::rare_word: {
+      case Layout::baselined: {
         expect_saved_keys(saved, {"means", "baseline"}, path);
         const std::size_t means = head_means(saved.at("means"), path + ".means", statistic);
         groups.push_back({path + ".baseline", &statistic, std::nullopt,

@@ -35,6 +35,7 @@ struct StatisticLimits {
   Limit corpus_queries;        // corpus queries: tokens
   Limit later_corpus_queries;  // corpus queries after the first token of their sequence
   Limit probe_queries;         // queries of the probe sequences
+  Limit needle_queries;        // queries of the needle probes
   Limit max_length;            // tokens of the longest window (at most kMaxSavedWindow)
   Limit parsed_sentences;      // sentences with a parse: syntactic statistics need one
 };

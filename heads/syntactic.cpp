@@ -71,7 +71,7 @@ class SyntacticClassifier : public HeadClassifier {
             "Clark et al. 2019 §4.2; Voita et al. 2019",
             "#117733",
             "syn",
-            /*primary_rank=*/4};
+            /*primary_rank=*/5};
   }
   bool wants_parses() const override { return true; }
 

@@ -357,6 +357,16 @@ int main(int argc, char** argv) {
   app.add_option("--threshold", thresholds,
                  "change a label threshold, NAME=VALUE (e.g. previous_token=0.6); repeatable")
       ->type_name("NAME=VALUE");
+  std::optional<std::int64_t> sink;
+  std::optional<std::int64_t> window;
+  app.add_option("--sink", sink,
+                 "streaming heads and the KV-cache plan: the sink tokens a streaming cache keeps (default 4; the "
+                 "threshold streaming_sink)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 31));
+  app.add_option("--window", window,
+                 "streaming heads and the KV-cache plan: the recent tokens a streaming cache keeps (default 64; the "
+                 "threshold streaming_window)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31));
   app.add_option("--examples", options.examples_path,
                  "a text file of prompts, one per line: the example sequences the report draws (up to 8), instead "
                  "of the corpus's first lines; they do not count in any score")
@@ -392,6 +402,8 @@ int main(int argc, char** argv) {
   return run_with_exit_codes([&] {
     check_text_field(*text_field, options.corpus_path);
     options.thresholds = headscan::parse_threshold_options(thresholds);
+    if (sink) options.thresholds["streaming_sink"] = static_cast<double>(*sink);
+    if (window) options.thresholds["streaming_window"] = static_cast<double>(*window);
     if (!shard.empty()) {
       const headscan::ShardOption parsed = headscan::parse_shard_option(shard);
       options.shard = headscan::CorpusSlice{parsed.index, parsed.count};

@@ -18,7 +18,7 @@ struct ThresholdOption {
 
 // Thresholds that count sentences rather than share attention (heads/syntactic.cpp): whole
 // numbers from 0 to kMaxThresholdCount. Every other threshold is a fraction in [0, 1].
-inline const char* const kCountThresholds[] = {"syntactic_support"};
+inline const char* const kCountThresholds[] = {"syntactic_support", "streaming_sink", "streaming_window"};
 constexpr double kMaxThresholdCount = 1e9;
 
 // One --threshold value "NAME=VALUE": a name, then a finite decimal number in the threshold's

@@ -19,6 +19,7 @@ struct CaptureState {
   std::int64_t length = 0;
   const AttentionCallback* on_attention = nullptr;
   const HeadScales* scales = nullptr;
+  const AttentionEdit* edit = nullptr;
   int next_layer = 0;
   std::exception_ptr error;
 };
@@ -98,10 +99,16 @@ at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim) {
   const int layer = state->next_layer++;
   try {
     deliver(*state, layer, *attention);
+    at::Tensor result = probs;
     if (state->scales != nullptr && layer < static_cast<int>(state->scales->size()) &&
         (*state->scales)[static_cast<std::size_t>(layer)].defined()) {
-      return scale_heads(probs, *attention, (*state->scales)[static_cast<std::size_t>(layer)]);
+      result = scale_heads(probs, *attention, (*state->scales)[static_cast<std::size_t>(layer)]);
     }
+    if (state->edit != nullptr && *state->edit) {
+      const at::Tensor edited = (*state->edit)(layer, result.view(attention->sizes()));
+      if (edited.defined()) result = edited.view(probs.sizes());
+    }
+    return result;
   } catch (...) {
     fail_inside_graph(*state, std::current_exception());
   }
@@ -253,12 +260,13 @@ InstrumentationSummary instrument_graph(torch::jit::Graph& graph) {
 }
 
 CaptureScope::CaptureScope(std::int64_t batch, std::int64_t length, const AttentionCallback& on_attention,
-                           const HeadScales* scales)
+                           const HeadScales* scales, const AttentionEdit* edit)
     : state_(std::make_unique<CaptureState>()), outer_(active_capture) {
   state_->batch = batch;
   state_->length = length;
   state_->on_attention = &on_attention;
   state_->scales = scales;
+  state_->edit = edit;
   active_capture = state_.get();
 }
 

@@ -49,8 +49,9 @@ class CaptureScope {
  public:
   // `scales`, when given, multiplies each head's attention probabilities in the graph
   // (model.h, HeadScales); the callback still sees them unscaled.
+  // `edit`, when given, replaces each layer's probabilities after that (model.h, AttentionEdit).
   CaptureScope(std::int64_t batch, std::int64_t length, const AttentionCallback& on_attention,
-               const HeadScales* scales = nullptr);
+               const HeadScales* scales = nullptr, const AttentionEdit* edit = nullptr);
   ~CaptureScope();
   CaptureScope(const CaptureScope&) = delete;
   CaptureScope& operator=(const CaptureScope&) = delete;

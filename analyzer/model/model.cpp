@@ -371,7 +371,8 @@ const c10::Device& InstrumentedModel::device() const { return impl_->device; }
 std::string InstrumentedModel::capture_method() const { return softmax_count() > 0 ? "graph" : "outputs"; }
 
 ForwardOutput InstrumentedModel::forward(const at::Tensor& ids, const at::Tensor* mask,
-                                         const AttentionCallback& on_attention, const HeadScales* scales) {
+                                         const AttentionCallback& on_attention, const HeadScales* scales,
+                                         const AttentionEdit* edit) {
   TORCH_CHECK(ids.dim() == 2, "input ids must be [B,T], got ", ids.sizes());
   const std::int64_t batch = ids.size(0);
   const std::int64_t length = ids.size(1);
@@ -379,7 +380,7 @@ ForwardOutput InstrumentedModel::forward(const at::Tensor& ids, const at::Tensor
   std::vector<c10::IValue> inputs{device_ids};
   if (impl_->takes_mask) inputs.emplace_back(mask != nullptr ? mask->to(impl_->device) : torch::ones_like(device_ids));
 
-  CaptureScope scope(batch, length, on_attention, scales);
+  CaptureScope scope(batch, length, on_attention, scales, edit);
   c10::IValue output;
   try {
     output = impl_->module.forward(inputs);

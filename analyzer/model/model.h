@@ -28,6 +28,12 @@ using AttentionCallback = std::function<void(int layer, const at::Tensor& attent
 // undefined to leave the layer as it is. Layers beyond the vector are left as they are.
 using HeadScales = std::vector<at::Tensor>;
 
+// Replaces a layer's attention probabilities inside the graph, for the causal passes: called with
+// the layer and its [B, H, T, T] probabilities (after the callback and the head scales), it returns
+// the probabilities the model goes on with, of the same shape and type, or an undefined tensor to
+// leave them.
+using AttentionEdit = std::function<at::Tensor(int layer, const at::Tensor& attention)>;
+
 // What a forward call produced besides attention: the logits, when the model returns a [B, T, V]
 // tensor (alone or first in a tuple), for probe losses.
 struct ForwardOutput {
@@ -72,9 +78,9 @@ class InstrumentedModel {
   // thrown by `on_attention` pass through with their type. An empty `on_attention` is not called.
   // With `scales`, each head's probabilities are multiplied by its scale (HeadScales) after the
   // callback has seen them; a model that returns its attention (capture "outputs") cannot be
-  // scaled, and then `scales` must be null.
+  // scaled, and then `scales` must be null. So with `edit` (AttentionEdit).
   ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
-                        const HeadScales* scales = nullptr);
+                        const HeadScales* scales = nullptr, const AttentionEdit* edit = nullptr);
 
   struct Impl;  // LibTorch state, defined in model.cpp
 

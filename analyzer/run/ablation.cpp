@@ -101,11 +101,11 @@ ItemBatch item_batch(const RunState& state, const std::vector<std::size_t>& indi
 // The logits of one forward call over `batch` (the items `indices`) with heads scaled by `scales`;
 // errors name the batch's first corpus line.
 at::Tensor logits_of(const RunState& state, const std::vector<std::size_t>& indices, const ItemBatch& batch,
-                     const HeadScales& scales) {
+                     const HeadScales& scales, const AttentionEdit* edit = nullptr) {
   const AttentionCallback ignore;
   ForwardOutput output;
   try {
-    output = state.model->forward(batch.tensors.ids, &batch.tensors.mask, ignore, &scales);
+    output = state.model->forward(batch.tensors.ids, &batch.tensors.mask, ignore, &scales, edit);
   } catch (...) {
     rethrow_with_context(fmt::format("{} (ablation set, corpus line {}): ", state.model->path(),
                                      state.ablation_items[indices.front()].input.line_number));
@@ -254,6 +254,17 @@ std::vector<std::vector<double>> AblationRunner::losses(const std::vector<HeadFa
         for (std::size_t i = 0; i < indices.size(); ++i) result[first + s][indices[i]] = loss[s * indices.size() + i];
       }
     }
+  }
+  return result;
+}
+
+std::vector<double> AblationRunner::edited_losses(const AttentionEdit& edit) {
+  std::vector<double> result(state_.ablation_items.size(), 0.0);
+  for (const std::vector<std::size_t>& indices : batches_) {
+    const ItemBatch batch = item_batch(state_, indices, 1);
+    const at::Tensor losses =
+        row_losses(logits_of(state_, indices, batch, HeadScales(), &edit), batch.targets).to(torch::kCPU).contiguous();
+    for (std::size_t i = 0; i < indices.size(); ++i) result[indices[i]] = losses.data_ptr<double>()[i];
   }
   return result;
 }

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analyzer/model/model.h"
 #include "analyzer/run/sequences.h"
 
 namespace headscan {
@@ -88,6 +89,10 @@ struct AblationFindings {
   // Per head: how much removing it raises the probe loss of repeats 2.. (induction heads only).
   std::vector<std::optional<double>> repeat_loss_increase;
   std::string circuits_note;         // why there are no circuits, when there are none
+  // The KV-cache plan's cost (analyzer/run/kv_plan.h): mean_x L_x with every streaming head
+  // restricted to its sink and window, less mean_x L_x; null when the plan was not checked.
+  std::optional<double> kv_plan_loss_delta;
+  std::string kv_plan_note;          // why it was not checked
 };
 
 // A factor per head (index layer * heads + head) for its attention probabilities: 1 keeps the
@@ -111,6 +116,9 @@ class AblationRunner {
   // result[setting][item]. Several settings share a forward call when the batch has room
   // (rows = items × settings ≤ --batch-size).
   std::vector<std::vector<double>> losses(const std::vector<HeadFactors>& settings);
+
+  // The loss of every item with `edit` applied to the attention inside the model.
+  std::vector<double> edited_losses(const AttentionEdit& edit);
 
   // One backward pass per batch with a scale per sequence and head: `importance_sums` (layers ×
   // heads) receives Σ_x |∂L_x/∂ξ_{x,h}| at ξ = 1, `losses` each item's loss at ξ = 1.

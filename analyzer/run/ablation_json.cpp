@@ -2,9 +2,11 @@
 // importance, importance_layer_normalized, ablation_loss, ablation_repeat_loss and the "circuit".
 #include <cmath>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "analyzer/run/ablation.h"
+#include "analyzer/run/kv_plan.h"
 #include "analyzer/run/run_state.h"
 
 namespace headscan {
@@ -45,6 +47,24 @@ void add_ablation_json(nlohmann::ordered_json& document, const RunState& state) 
   section["pruning"] = pruning_json(found.pruning);
   if (!found.circuits_note.empty()) section["circuits_note"] = found.circuits_note;
   document["ablation"] = std::move(section);
+  if (document.contains("kv_plan")) {
+    auto& plan = document["kv_plan"];
+    if (found.kv_plan_loss_delta) {
+      const double delta = *found.kv_plan_loss_delta;
+      plan["loss_delta"] = delta;
+      plan["loss_budget"] = kKvPlanLossBudget;
+      if (delta > kKvPlanLossBudget) {
+        const std::string warning = fmt::format(
+            "the KV-cache plan costs {:.3f} nats on the ablation set (more than {}): its streaming heads need more than "
+            "their sink and window; try a larger --window or --sink",
+            delta, kKvPlanLossBudget);
+        plan["loss_note"] = warning;
+        document["warnings"].push_back(warning);
+      }
+    } else if (!found.kv_plan_note.empty()) {
+      plan["loss_note"] = found.kv_plan_note;
+    }
+  }
 
   const int heads = state.shape.heads;
   std::vector<double> layer_norms(static_cast<std::size_t>(state.shape.layers), 0.0);

@@ -13,11 +13,13 @@
 #include "analyzer/model/device.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/run/count_warnings.h"
+#include "analyzer/run/kv_plan.h"
 #include "analyzer/run/output_dir.h"
 #include "analyzer/run/pass.h"
 #include "analyzer/run/run_state.h"
 #include "analyzer/run/shard_run.h"
 #include "analyzer/run/spooled_input.h"
+#include "analyzer/tokenizers/piece_text.h"
 #include "heads/registry.h"
 #include "reports/heads_csv.h"
 #include "reports/heads_json.h"
@@ -38,6 +40,11 @@ void load_model_and_text(RunState& state, const c10::Device& device) {
     state.pad_id = state.text.bos->id;
   }
   state.warnings.insert(state.warnings.end(), state.text.warnings.begin(), state.text.warnings.end());
+  std::vector<std::uint8_t> punctuation = punctuation_ids(*state.text.tokenizer);
+  state.punctuation_table = torch::from_blob(punctuation.data(), {static_cast<std::int64_t>(punctuation.size())},
+                                             torch::kUInt8)
+                                .to(torch::kBool)
+                                .to(device);
 }
 
 // Opens the corpus and reads its first document, on which the model's shape is detected. A shard
@@ -100,6 +107,32 @@ nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresho
   state.warnings.insert(state.warnings.end(), warnings.begin(), warnings.end());
   return make_heads_json(model, corpus, state.probe_summary, thresholds,
                          state.classifiers.finalize(thresholds, model.kv_heads), run, state.warnings);
+}
+
+// heads.json's "retrieval": the needle probes and the model's copy accuracy at each depth (a
+// needle-in-a-haystack figure: the share of final-needle queries where it predicts the next token).
+nlohmann::ordered_json needle_json(const NeedleSummary& summary) {
+  nlohmann::ordered_json accuracy = nlohmann::ordered_json::array();
+  std::int64_t events = 0;
+  std::int64_t candidates = 0;
+  for (std::size_t depth = 0; depth < summary.events.size(); ++depth) {
+    const std::int64_t asked = summary.candidates[depth];
+    accuracy.push_back(asked > 0 ? nlohmann::ordered_json(static_cast<double>(summary.events[depth]) / static_cast<double>(asked))
+                                 : nlohmann::ordered_json());
+    events += summary.events[depth];
+    candidates += asked;
+  }
+  nlohmann::ordered_json section = {{"probes", summary.probes},
+                                    {"haystacks", kHaystacks},
+                                    {"needle_length", kNeedleLength},
+                                    {"haystack_tokens", summary.haystack_length},
+                                    {"depths", kNeedleDepths},
+                                    {"copy_accuracy", std::move(accuracy)},
+                                    {"copy_events", events},
+                                    {"candidates", candidates},
+                                    {"minimum_events", kMinimumCopyEvents}};
+  if (!summary.note.empty()) section["note"] = summary.note;
+  return section;
 }
 
 // A model that is not causal runs its example sequences again, each alone, once the passes are done;
@@ -227,7 +260,7 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
   open_corpus(state);
   if (options.ablation) state.objective = choose_ablation_objective(state);
   if (!options.examples_path.empty()) state.example_prompts = state.read_examples();
-  state.classifiers.begin(state.shape);
+  state.classifiers.begin(state.shape, state.thresholds);
   state.record_examples = state.shape.causal && (options.html || options.plots || options.shard);
   end_phase("shape");
   for (const auto& pass : make_passes(options)) {
@@ -242,6 +275,8 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
   }
   const std::vector<std::string> pass_warnings = state.warnings;
   nlohmann::ordered_json document = heads_document(state, thresholds, run);
+  document["retrieval"] = needle_json(state.needle_summary);
+  add_head_summary(document);
   const bool ablated = state.objective && !(options.shard && options.shard->index != 0);
   if (ablated) add_ablation_json(document, state);
   if (spooled != nullptr) document["corpus"]["path"] = "-";
@@ -259,6 +294,7 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
   set_run(document, run);
   write_json_file(document, output.staging() / "heads.json");
   write_heads_csv(document, output.staging() / "heads.csv");
+  write_kv_plan_files(document, output.staging() / "kv_plan");
   output.commit();
 
   AnalysisSummary summary = summarize(state, run.seconds, state.warnings, output);

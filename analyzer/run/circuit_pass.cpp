@@ -38,7 +38,7 @@ ProbeRun run_probes_without(RunState& state, std::size_t removed) {
   classifiers.push_back(make_induction_classifier());
   classifiers.push_back(make_duplicate_token_classifier());
   ClassifierSet probe_classifiers(std::move(classifiers));
-  probe_classifiers.begin(shape);
+  probe_classifiers.begin(shape, state.thresholds);
   const bool with_loss = !state.model_summary.repeat_loss.empty();
   RepeatLoss repeat_loss(state.probes.repeats);
   const auto layer = removed / static_cast<std::size_t>(shape.heads);

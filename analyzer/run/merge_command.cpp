@@ -14,6 +14,8 @@
 #include "analyzer/run/shard_state.h"
 #include "heads/classifier_set.h"
 #include "heads/registry.h"
+#include "analyzer/run/kv_plan.h"
+#include "heads/streaming.h"
 #include "reports/heads_csv.h"
 #include "reports/heads_json.h"
 #include "reports/report_writer.h"
@@ -37,8 +39,31 @@ Thresholds merged_thresholds(const ShardState& first, const std::map<std::string
                                  "the state is damaged: run the shard again",
                                  first.directory, kShardStateFile, HEADSCAN_VERSION, e.what()));
   }
-  for (const auto& [name, value] : overrides) thresholds[name] = value;
+  for (const auto& [name, value] : overrides) {
+    if ((name == kStreamingSink || name == kStreamingWindow) && thresholds.count(name) && thresholds.at(name) != value) {
+      throw InputError(fmt::format("--threshold {}={}: the shards counted streaming statistics with {} = {}; a merge "
+                                   "cannot change the sink or window (run the shards with --sink or --window instead)",
+                                   name, value, name, thresholds.at(name)));
+    }
+    thresholds[name] = value;
+  }
   return resolve_thresholds(thresholds);
+}
+
+// Shard 0 checked the plan its own heads gave (--ablation): its loss_delta stays when the merged
+// plan is the same, and otherwise gives way to a note.
+void keep_plan_check(const nlohmann::ordered_json& checked, nlohmann::ordered_json& document) {
+  if (!checked.contains("loss_delta") && !checked.contains("loss_note")) return;
+  if (!document.contains("kv_plan")) return;
+  auto& plan = document["kv_plan"];
+  if (checked.value("heads", nlohmann::ordered_json()) == plan.at("heads")) {
+    for (const char* key : {"loss_delta", "loss_budget", "loss_note"}) {
+      if (checked.contains(key)) plan[key] = checked.at(key);
+    }
+    return;
+  }
+  plan["loss_note"] = "shard 0 checked the plan its own heads gave, which differs from the merged plan; run --ablation "
+                      "without shards to check this one";
 }
 
 // The sum of every shard's classifier statistics.
@@ -172,6 +197,9 @@ MergeSummary run_merge(const MergeOptions& options) {
     warnings.insert(warnings.end(), more.begin(), more.end());
     document["heads"] = heads;
     document["warnings"] = warnings;
+    const nlohmann::ordered_json checked = document.value("kv_plan", nlohmann::ordered_json::object());
+    add_head_summary(document);
+    keep_plan_check(checked, document);
     const auto& shard_run = first.document.value("run", nlohmann::ordered_json::object());
     run.threads = shard_run.value("threads", 0);
     run.batch_size = shard_run.value("batch_size", std::int64_t{0});
@@ -199,6 +227,7 @@ MergeSummary run_merge(const MergeOptions& options) {
   document["run"]["shards"] = shards.size();
   write_json_file(document, output.staging() / "heads.json");
   write_heads_csv(document, output.staging() / "heads.csv");
+  write_kv_plan_files(document, output.staging() / "kv_plan");
   output.commit();
 
   MergeSummary summary;

@@ -31,6 +31,8 @@ std::unique_ptr<Pass> make_document_frequency_pass();
 std::unique_ptr<Pass> make_corpus_pass();
 // The synthetic probe sequences to the probe classifiers; the model's repeat loss from its logits.
 std::unique_ptr<Pass> make_probe_pass();
+// Needle probes to the retrieval classifier, with the model's copy events (analyzer/run/needles.h).
+std::unique_ptr<Pass> make_needle_pass();
 
 // --ablation (analyzer/run/ablation.h): head importance from one backward pass per batch of the
 // ablation set; the set's loss with each head removed; the pruning curve; circuits on the probes.
@@ -38,6 +40,8 @@ std::unique_ptr<Pass> make_importance_pass();
 std::unique_ptr<Pass> make_ablation_pass();
 std::unique_ptr<Pass> make_pruning_pass();
 std::unique_ptr<Pass> make_circuit_pass();
+// The KV-cache plan's loss with its streaming heads restricted to their caches (analyzer/run/kv_plan.h).
+std::unique_ptr<Pass> make_kv_plan_pass();
 
 // The passes of a run with these options, in order.
 std::vector<std::unique_ptr<Pass>> make_passes(const AnalysisOptions& options);

@@ -148,7 +148,7 @@ bool RunState::pads() const { return model->takes_attention_mask() || shape.caus
 
 ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                                 std::int64_t batch_index, std::vector<ExampleSequence>* examples,
-                                ClassifierSet* target, const HeadScales* scales) {
+                                ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit) {
   ClassifierSet& observers = target != nullptr ? *target : classifiers;
   const BatchTensors tensors = to_tensors(batch, pad_id, idf_table, model->device());
   std::vector<const SequenceWords*> words;
@@ -156,6 +156,12 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
   for (const Sequence& sequence : batch) {
     words.push_back(sequence.words.get());
     any_words = any_words || sequence.words != nullptr;
+  }
+  at::Tensor punctuation;
+  if (punctuation_table.defined() && punctuation_table.size(0) > 0) {
+    const std::int64_t size = punctuation_table.size(0);
+    punctuation = punctuation_table.index_select(0, tensors.ids.clamp(0, size - 1).flatten()).view_as(tensors.ids).logical_and(
+                  tensors.ids.lt(size));
   }
   const BatchContext context{tensors.ids,
                              tensors.valid,
@@ -167,7 +173,10 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
                              feeds.value_or(BatchSource::corpus),
                              batch_index,
                              any_words ? &words : nullptr,
-                             nullptr};
+                             nullptr,
+                             nullptr,
+                             punctuation.defined() ? &punctuation : nullptr,
+                             needle_targets.defined() ? &needle_targets : nullptr};
   observers.begin_batch();
   const bool recording = record_examples && examples != nullptr;
   ForwardOutput output = model->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention) {
@@ -192,7 +201,7 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
                                  attention[static_cast<std::int64_t>(b)]);
       }
     }
-  }, scales);
+  }, scales, edit);
   observers.end_batch();
   return output;
 }

@@ -18,6 +18,7 @@
 #include "analyzer/run/ablation.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/run/examples.h"
+#include "analyzer/run/needles.h"
 #include "analyzer/run/probes.h"
 #include "analyzer/run/sequences.h"
 #include "analyzer/run/text_setup.h"
@@ -43,9 +44,18 @@ struct RunState {
   // Document frequencies for rare-word heads (the corpus's or --idf's) and their idf per id.
   std::unique_ptr<DocumentFrequencies> frequencies;
   at::Tensor idf_table;  // [V] float
+  // [V] bool on the model's device: the ids whose text is only punctuation (piece_text.h).
+  at::Tensor punctuation_table;
+  // The needle pass's current batch (analyzer/run/needles.h): [B, T] int64 on the model's device,
+  // the key each copy event copies, -1 elsewhere; undefined outside that pass.
+  at::Tensor needle_targets;
 
   Thresholds thresholds;  // the defaults with --threshold's overrides
   ProbeSet probes;        // made by the probe pass
+  // The corpus's first text tokens (non-special ids, reading order), kept by the corpus pass for
+  // the needle probes' haystacks (needle_text_wanted of them at most), and the needle pass's findings.
+  std::vector<std::int64_t> needle_text;
+  NeedleSummary needle_summary;
 
   // --ablation: the objective (chosen before the corpus pass), the ablation set (collected by the
   // corpus pass) and what the causal passes found.
@@ -100,9 +110,11 @@ struct RunState {
   // it). Throws InputError when the model breaks the shape seen on the first sequence.
   // `target` replaces the run's classifiers (a causal pass's own set), and `scales` multiplies
   // heads' attention inside the model (HeadScales).
+  // `edit` replaces layers' attention inside the model (AttentionEdit).
   ForwardOutput forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                         std::int64_t batch_index, std::vector<ExampleSequence>* examples,
-                        ClassifierSet* target = nullptr, const HeadScales* scales = nullptr);
+                        ClassifierSet* target = nullptr, const HeadScales* scales = nullptr,
+                        const AttentionEdit* edit = nullptr);
 };
 
 }  // namespace headscan

@@ -39,7 +39,7 @@ constexpr std::initializer_list<const char*> kCountKeys = {
     "sentences", "parsed_sentences"};
 // The phases of a shard's run: "load", "shape", then its passes (analyzer/run/passes.cpp).
 constexpr std::initializer_list<const char*> kPhases = {
-    "load", "shape", "idf", "corpus", "probes", "ablation_set", "importance", "ablation", "pruning", "circuits"};
+    "load", "shape", "idf", "corpus", "probes", "needles", "ablation_set", "importance", "ablation", "pruning", "circuits", "kv_plan"};
 constexpr std::initializer_list<const char*> kSlices = {"whole", "bytes", "documents"};
 
 // A JSON path below `parent` ("" is the state itself).
@@ -319,6 +319,8 @@ StatisticLimits statistic_limits(const ShardState& state) {
                                  "counts.sequences)"};
   limits.probe_queries = {state.probes * state.max_length,
                           "the tokens the shard's probe sequences can hold (document.probes.count x agree.max_length)"};
+  limits.needle_queries = {state.needles * state.max_length,
+                           "the tokens the shard's needle probes can hold (document.retrieval.probes x agree.max_length)"};
   limits.max_length = {state.max_length, "agree.max_length"};
   limits.parsed_sentences = {state.counts.parsed_sentences, "counts.parsed_sentences"};
   return limits;
@@ -375,6 +377,14 @@ ShardState parse_shard_state(const std::string& text, const std::string& where) 
   if (state.index != 0 && state.probes != 0) {
     fields.fail(fmt::format("document.probes.count is {} in shard {}: the probes run in shard 0 only", state.probes,
                             state.index));
+  }
+  if (state.document.contains("retrieval")) {
+    const auto& retrieval = fields.object(state.document, "retrieval", "document");
+    state.needles = static_cast<std::int64_t>(fields.count(retrieval, "probes", "document.retrieval", kMaxProbes));
+  }
+  if (state.index != 0 && state.needles != 0) {
+    fields.fail(fmt::format("document.retrieval.probes is {} in shard {}: the needle probes run in shard 0 only",
+                            state.needles, state.index));
   }
   fields.array(state.document, "heads", "document");
 

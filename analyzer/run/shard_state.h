@@ -77,6 +77,7 @@ struct ShardState {
   bool causal = true;
   std::int64_t max_length = 0;  // agree.max_length: tokens of the longest window
   std::int64_t probes = 0;      // document.probes.count: probe sequences (shard 0 runs them)
+  std::int64_t needles = 0;     // document.retrieval.probes: needle probes (shard 0 runs them)
   ShardCounts counts;
   nlohmann::json statistics;
   nlohmann::ordered_json document;

@@ -1,0 +1,69 @@
+// The needle pass: needle probes (analyzer/run/needles.h) through the instrumented model twice per
+// batch: once for the model's predictions, which say where it copies the needle (its copy events),
+// then with those events to the retrieval classifier. A causal model with logits only; shard 0 only.
+#include <fmt/format.h>
+
+#include "analyzer/errors.h"
+#include "analyzer/run/needles.h"
+#include "analyzer/run/pass.h"
+#include "analyzer/run/run_state.h"
+#include "heads/registry.h"
+
+namespace headscan {
+namespace {
+
+class NeedlePass : public Pass {
+ public:
+  const char* name() const override { return "needles"; }
+  std::optional<BatchSource> feeds() const override { return BatchSource::needle; }
+
+  void run(RunState& state) override {
+    NeedleSummary& summary = state.needle_summary;
+    summary.events.assign(kNeedleDepths.size(), 0);
+    summary.candidates.assign(kNeedleDepths.size(), 0);
+    if (!state.shape.causal) {
+      summary.note = "a bidirectional model sees the whole needle at once: retrieval heads are defined on causal models";
+      return;
+    }
+    if (state.shape.logits_width < state.text.tokenizer->vocab_size()) {
+      summary.note = "the model's output is not logits [batch, tokens, vocabulary]: copy events need its predictions";
+      return;
+    }
+    const NeedleSet needles = make_needles(*state.text.tokenizer, state.text.shape, state.needle_text, state.options.seed);
+    summary.probes = static_cast<int>(needles.sequences.size());
+    summary.haystack_length = needles.haystack_length;
+    if (needles.sequences.empty()) {
+      summary.note = "no needle probes: " + needles.skipped_because;
+      return;
+    }
+    const auto batch_size = static_cast<std::size_t>(std::max<std::int64_t>(1, state.options.batch_size));
+    std::int64_t batch_index = 0;
+    for (std::size_t first = 0; first < needles.sequences.size(); first += batch_size) {
+      const std::vector<Sequence> batch(
+          needles.sequences.begin() + static_cast<std::ptrdiff_t>(first),
+          needles.sequences.begin() + static_cast<std::ptrdiff_t>(std::min(first + batch_size, needles.sequences.size())));
+      try {
+        const ForwardOutput predicted = state.forward(batch, std::nullopt, batch_index, nullptr);
+        if (!predicted.logits) throw InputError("the model returned no logits for the needle probes");
+        state.needle_targets = needle_targets(*predicted.logits, batch, needles, summary.events, summary.candidates);
+        state.forward(batch, feeds(), batch_index++, nullptr);
+      } catch (...) {
+        state.needle_targets = at::Tensor();
+        rethrow_with_context(fmt::format("{} (needle probes): ", state.model->path()));
+      }
+      state.needle_targets = at::Tensor();
+    }
+    std::int64_t events = 0;
+    for (const std::int64_t count : summary.events) events += count;
+    if (events < kMinimumCopyEvents) {
+      summary.note = fmt::format("the model copied the needle {} times, fewer than the {} retrieval needs", events,
+                                 kMinimumCopyEvents);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_needle_pass() { return std::make_unique<NeedlePass>(); }
+
+}  // namespace headscan

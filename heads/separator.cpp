@@ -1,0 +1,129 @@
+// separator and punctuation: the mean, over content queries i ≥ 1, of the attention on visible
+// keys of one kind: special tokens at positions > 0 ([SEP], </s>, an end-of-text inside the
+// sequence), or tokens whose text is only punctuation (analyzer/tokenizers/piece_text.h). Each with
+// its chance level, the mean over the same queries of the share of visible keys of that kind.
+// Labelled when the score > the threshold and ≥ chance + the margin, as rare-word is. Clark et al.
+// 2019 ("What Does BERT Look At?") found heads of both kinds.
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "heads/mean_score.h"
+#include "heads/registry.h"
+#include "heads/saved_statistics.h"
+
+namespace headscan {
+namespace {
+
+constexpr double kDefaultThreshold = 0.5;
+constexpr double kDefaultMargin = 0.2;
+
+enum class KeyKind { separator, punctuation };
+
+HeadType key_kind_type(KeyKind kind) {
+  if (kind == KeyKind::separator) {
+    return {{{"separator", "mean attention on special tokens after position 0 ([SEP], </s>), over queries i ≥ 1"},
+             {"separator_baseline", "chance level of separator: mean share of visible keys that are such tokens"}},
+            "separator",
+            {{"separator", kDefaultThreshold}, {"separator_margin", kDefaultMargin}},
+            "Clark et al. 2019",
+            "#EE8866",
+            "sep",
+            /*primary_rank=*/7};
+  }
+  return {{{"punctuation", "mean attention on tokens whose text is only punctuation, over queries i ≥ 1"},
+           {"punctuation_baseline", "chance level of punctuation: mean share of visible keys that are punctuation"}},
+          "punctuation",
+          {{"punctuation", kDefaultThreshold}, {"punctuation_margin", kDefaultMargin}},
+          "Clark et al. 2019",
+          "#BBCC33",
+          "punc",
+          /*primary_rank=*/8};
+}
+
+class KeyKindClassifier : public MeanScoreClassifier {
+ public:
+  // The base class keeps the mean; the label needs the baseline too, so this class labels.
+  explicit KeyKindClassifier(KeyKind kind)
+      : MeanScoreClassifier(HeadType{{key_kind_type(kind).scores.front()}}), kind_(kind) {}
+
+  HeadType type() const override { return key_kind_type(kind_); }
+
+  void begin(const ModelShape& shape) override {
+    MeanScoreClassifier::begin(shape);
+    baseline_ = QueryMean();
+    cached_batch_ = -1;
+  }
+
+  void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
+    if (attention.size(-1) < 2) return;
+    if (context.batch_index != cached_batch_) prepare(context);
+    // [B, H, T, T] · [B, 1, T, 1]: each row's weight on keys of the kind (keys it cannot see hold 0).
+    const at::Tensor mass = at::matmul(attention, keys_.to(attention.scalar_type()).view({keys_.size(0), 1, -1, 1}));
+    means_.add(layer, mass.squeeze(-1).slice(/*dim=*/-1, 1), counted_, context.sums);
+  }
+
+  nlohmann::json save() const override {
+    return {{"means", MeanScoreClassifier::save()}, {"baseline", baseline_.save()}};
+  }
+  void merge(const nlohmann::json& saved) override {
+    const std::string path = saved_statistics_path(name());
+    means_.merge(saved_field(saved, "means", path), path + ".means");
+    baseline_.merge(saved_field(saved, "baseline", path), path + ".baseline");
+  }
+
+  void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const override {
+    MeanScoreClassifier::finalize(layer, head, thresholds, verdict);
+    const std::string& own = name();
+    const double score = means_.mean(layer, head);
+    const double baseline = baseline_.mean();
+    put_score(verdict.scores, (own + "_baseline").c_str(), baseline);
+    if (std::isnan(score) || std::isnan(baseline)) return;
+    if (score > thresholds.at(own) && score >= baseline + thresholds.at(own + "_margin")) {
+      verdict.labels.push_back(type().label);
+    }
+  }
+
+ private:
+  // Once per batch: the keys of the kind, the content queries, and their chance level.
+  void prepare(const BatchContext& context) {
+    cached_batch_ = context.batch_index;
+    const at::Tensor& valid = context.valid;  // [B, T]
+    if (kind_ == KeyKind::separator) {
+      keys_ = context.special & valid;
+      keys_.select(/*dim=*/1, 0).fill_(false);
+    } else if (context.punctuation != nullptr) {
+      keys_ = *context.punctuation & valid & ~context.special;
+    } else {
+      keys_ = at::zeros_like(valid);
+    }
+    counted_ = context.queries.slice(/*dim=*/1, 1);
+    at::Tensor share;  // [B, T]: the share of each query's visible keys that are of the kind
+    if (context.causal) {
+      share = keys_.to(at::kDouble).cumsum(/*dim=*/1) / valid.to(at::kDouble).cumsum(/*dim=*/1).clamp_min(1);
+    } else {
+      share = (keys_.sum(/*dim=*/1, /*keepdim=*/true).to(at::kDouble) /
+               valid.sum(/*dim=*/1, /*keepdim=*/true).to(at::kDouble).clamp_min(1))
+                  .expand_as(valid);
+    }
+    baseline_.add(share.slice(/*dim=*/1, 1), counted_, context.sums);
+  }
+
+  KeyKind kind_;
+  QueryMean baseline_;
+  std::int64_t cached_batch_ = -1;
+  at::Tensor keys_;     // [B, T] bool: keys of the kind
+  at::Tensor counted_;  // [B, T - 1] bool: content queries i ≥ 1
+};
+
+}  // namespace
+
+std::unique_ptr<HeadClassifier> make_separator_classifier() {
+  return std::make_unique<KeyKindClassifier>(KeyKind::separator);
+}
+std::unique_ptr<HeadClassifier> make_punctuation_classifier() {
+  return std::make_unique<KeyKindClassifier>(KeyKind::punctuation);
+}
+
+}  // namespace headscan
