@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The long-context head types (README, "Head types") on models built for them
+(tests/fixtures/make_long_context_models.py) and on random-weight models:
+
+  * streaming, separator, punctuation and their chance levels equal an independent computation
+    of their definitions on the planted models' attention (recomputed here in eager PyTorch from
+    the fixture's own modules, over the same windows headscan reads), within 1e-5;
+  * retrieval: the copying model's induction head scores 1.0 on 440 copy events (copy accuracy 1.0
+    at every depth) and is labelled retrieval, its duplicate-token head scores 0; the model that
+    never copies has no copy event, retrieval null and a note saying why;
+  * the KV-cache plan: per head full or streaming by the labels, kv_plan/full_attention_heads.tsv
+    and config.json as DuoAttention's load_attn_pattern reads them, the memory saved;
+  * the sink rate is the share of heads with first_token >= 0.3;
+  * random-weight models get none of the new labels.
+
+Usage: check_long_context.py HEADSCAN FIXTURE_DIR WORK_DIR
+"""
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NEW_LABELS = {"retrieval", "streaming", "separator", "punctuation"}
+SINK, WINDOW = 4, 64
+
+
+def fixture_module():
+    path = os.path.join(HERE, "..", "fixtures", "make_long_context_models.py")
+    spec = importlib.util.spec_from_file_location("long_context_models", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(headscan, model, corpus, out, *extra):
+    shutil.rmtree(out, ignore_errors=True)
+    command = [headscan, model, corpus, "-o", out, "--parser", "none", "--no-html", "--no-plots", "-q", *extra]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(command)} exited {result.returncode}\n{result.stderr}")
+    with open(os.path.join(out, "heads.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def windows(module, corpus, room, prefix, suffix):
+    """The sequences headscan reads: each line's tokens cut into windows of `room`, framed."""
+    sequences = []
+    with open(corpus, encoding="utf-8") as f:
+        for line in f:
+            ids = [module.VOCAB[token] for token in line.split()]
+            for start in range(0, len(ids), room):
+                sequences.append(prefix + ids[start:start + room] + suffix)
+    return sequences
+
+
+def attention_of(model, ids):
+    """[H, T, T] attention of one sequence, captured from the module's softmax."""
+    captured = []
+    original = torch.softmax
+
+    def capture(x, dim=None, **kwargs):
+        out = original(x, dim=dim, **kwargs)
+        if out.dim() == 4:
+            captured.append(out)
+        return out
+
+    torch.softmax = capture
+    try:
+        with torch.no_grad():
+            tensor = torch.tensor([ids])
+            model(tensor, torch.ones_like(tensor))
+    finally:
+        torch.softmax = original
+    return captured[0][0].double().numpy()
+
+
+def streaming_reference(module, model, sequences):
+    sums = np.zeros(4)
+    count = 0
+    for ids in sequences:
+        a = attention_of(model, ids)
+        for i in range(SINK + WINDOW, len(ids)):
+            sums += a[:, i, :SINK].sum(-1) + a[:, i, i - WINDOW + 1:i + 1].sum(-1)
+            count += 1
+    return sums / count
+
+
+def key_kind_reference(module, model, sequences, is_kind, causal):
+    heads = None
+    sums, baseline, count = None, 0.0, 0
+    for ids in sequences:
+        a = attention_of(model, ids)
+        heads = a.shape[0]
+        if sums is None:
+            sums = np.zeros(heads)
+        kind = np.array([is_kind(t, position) for position, t in enumerate(ids)], dtype=float)
+        last = len(ids) - 1 if not causal else len(ids)  # the [SEP] suffix is a key, not a query
+        for i in range(1, last):
+            visible = kind[:i + 1] if causal else kind
+            sums += (a[:, i, :len(visible)] * visible).sum(-1)
+            baseline += visible.sum() / len(visible)
+            count += 1
+    return sums / count, baseline / count
+
+
+def close(a, b, what, tolerance=1e-5):
+    if a is None or b is None or abs(a - b) > tolerance:
+        sys.exit(f"FAIL {what}: headscan {a}, reference {b}")
+
+
+def labels(document, head):
+    return set(document["heads"][head]["labels"])
+
+
+def main(argv):
+    headscan, fixtures, work = argv[1:4]
+    os.makedirs(work, exist_ok=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "..", "fixtures", "make_long_context_models.py"), work], check=True)
+    module = fixture_module()
+    corpus = os.path.join(work, "long_corpus.txt")
+
+    # Retrieval and streaming on the copying model.
+    copy = run(headscan, os.path.join(work, "needle_copy.pt"), corpus, os.path.join(work, "needle_copy"))
+    retrieval = copy["retrieval"]
+    assert retrieval["probes"] == 40 and retrieval["copy_events"] == 440, retrieval
+    assert retrieval["copy_accuracy"] == [1.0] * 5, retrieval
+    scores = [h["scores"] for h in copy["heads"]]
+    close(scores[0]["retrieval"], 1.0, "retrieval of the induction head")
+    close(scores[1]["retrieval"], 0.0, "retrieval of the duplicate-token head")
+    assert "retrieval" in labels(copy, 0) and "retrieval" not in labels(copy, 1), copy["heads"]
+    causal_model = module.NeedleModel(copy=True).eval()
+    expected = streaming_reference(module, causal_model, windows(module, corpus, module.CAUSAL_MAX_LEN - 1,
+                                                                 [module.VOCAB["<s>"]], []))
+    for head in range(4):
+        close(scores[head]["streaming"], float(expected[head]), f"streaming of head {head}")
+    assert "streaming" in labels(copy, 2) and "streaming" not in labels(copy, 3), copy["heads"]
+    punctuation_ids = {module.VOCAB[p] for p in module.PUNCTUATION}
+    causal_sequences = windows(module, corpus, module.CAUSAL_MAX_LEN - 1, [module.VOCAB["<s>"]], [])
+    means, chance = key_kind_reference(module, causal_model, causal_sequences, lambda t, p: t in punctuation_ids, True)
+    for head in range(4):
+        close(scores[head]["punctuation"], float(means[head]), f"punctuation of causal head {head}")
+        close(scores[head]["punctuation_baseline"], chance, "punctuation chance level, causal")
+
+    plan = copy["kv_plan"]
+    expected_plan = ["full", "full", "streaming", "full"]  # retrieval, not streaming, streaming, not streaming
+    assert plan["heads"] == [expected_plan], plan
+    assert plan["full_attention_heads"] == [[1, 1, 0, 1]] and plan["sink_size"] == SINK and plan["recent_size"] == WINDOW
+    for context, saved in plan["memory_saved"].items():
+        close(saved, 0.25 * (1 - (SINK + WINDOW) / int(context)), f"memory saved at {context}", 1e-9)
+    tsv = np.loadtxt(os.path.join(work, "needle_copy", "kv_plan", "full_attention_heads.tsv"), dtype=float, delimiter="\t")
+    assert np.array_equal(np.atleast_2d(tsv), np.array([[1, 1, 0, 1]])), tsv
+    with open(os.path.join(work, "needle_copy", "kv_plan", "config.json"), encoding="utf-8") as f:
+        assert json.load(f) == {"sink_size": SINK, "recent_size": WINDOW}
+    first_token = [h["scores"]["first_token"] for h in copy["heads"]]
+    close(copy["summary"]["sink_rate"], sum(1 for s in first_token if s is not None and s >= 0.3) / 4, "sink rate")
+
+    # --sink and --window change the definition and the plan.
+    wide = run(headscan, os.path.join(work, "needle_copy.pt"), corpus, os.path.join(work, "needle_wide"),
+               "--sink", "2", "--window", "8")
+    assert wide["thresholds"]["streaming_sink"] == 2 and wide["thresholds"]["streaming_window"] == 8
+    assert wide["kv_plan"]["sink_size"] == 2 and wide["kv_plan"]["recent_size"] == 8
+
+    # The model that never copies: no copy event, retrieval null.
+    nocopy = run(headscan, os.path.join(work, "needle_nocopy.pt"), corpus, os.path.join(work, "needle_nocopy"))
+    assert nocopy["retrieval"]["copy_events"] == 0 and "note" in nocopy["retrieval"], nocopy["retrieval"]
+    assert all(h["scores"]["retrieval"] is None for h in nocopy["heads"]), nocopy["heads"]
+    assert not any("retrieval" in h["labels"] for h in nocopy["heads"])
+
+    # Separator and punctuation on the BERT-style model.
+    separator = run(headscan, os.path.join(work, "separator.pt"), corpus, os.path.join(work, "separator"))
+    bert_model = module.SeparatorModel().eval()
+    bert_sequences = windows(module, corpus, module.BIDIRECTIONAL_MAX_LEN - 2, [module.CLS], [module.SEP])
+    sep_means, sep_chance = key_kind_reference(module, bert_model, bert_sequences,
+                                               lambda t, p: p > 0 and t in (module.CLS, module.SEP), False)
+    punct_means, punct_chance = key_kind_reference(module, bert_model, bert_sequences,
+                                                   lambda t, p: t in punctuation_ids, False)
+    for head in range(3):
+        s = separator["heads"][head]["scores"]
+        close(s["separator"], float(sep_means[head]), f"separator of head {head}")
+        close(s["separator_baseline"], sep_chance, "separator chance level")
+        close(s["punctuation"], float(punct_means[head]), f"punctuation of head {head}")
+        close(s["punctuation_baseline"], punct_chance, "punctuation chance level")
+    assert labels(separator, 0) & NEW_LABELS == {"separator"}, separator["heads"][0]
+    assert labels(separator, 1) & NEW_LABELS == {"punctuation"}, separator["heads"][1]
+    assert not labels(separator, 2) & NEW_LABELS, separator["heads"][2]
+    assert "kv_plan" not in separator and separator["retrieval"]["note"]
+
+    # Random weights: none of the new labels.
+    for name in ["random_gpt2", "random_bert"]:
+        document = run(headscan, os.path.join(fixtures, f"{name}.pt"), os.path.join(fixtures, "random_corpus.txt"),
+                       os.path.join(work, name))
+        for head in document["heads"]:
+            if set(head["labels"]) & NEW_LABELS:
+                sys.exit(f"FAIL {name} L{head['layer']}H{head['head']} has {head['labels']}")
+    print("ok: streaming, separator and punctuation equal their references; retrieval, the KV-cache plan, the sink "
+          "rate and random models as expected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
