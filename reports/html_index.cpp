@@ -7,6 +7,7 @@
 
 #include "reports/html.h"
 #include "reports/html_causal.h"
+#include "reports/html_long_context.h"
 #include "reports/palette.h"
 #include "reports/plots.h"
 #include "reports/text.h"
@@ -262,6 +263,7 @@ void write_index_page(const std::filesystem::path& directory, const nlohmann::or
   html += "<nav class=\"sections\"><a href=\"#summary\">Summary</a><a href=\"#map\">Head map</a><a href=\"#layers\">Per layer</a>"
           "<a href=\"#table\">All heads</a><a href=\"#scores\">Score maps</a><a href=\"#viewer\">Attention viewer</a>";
   if (contents.induction_plot) html += "<a href=\"#induction\">Induction</a>";
+  if (document.contains("summary") || document.contains("kv_plan")) html += "<a href=\"#long-context\">Long context</a>";
   if (data.ablation) html += "<a href=\"#causal\">Causal evidence</a>";
   html += "<a href=\"heads.json\">heads.json</a></nav><main>";
   html += summary_section(document, data);
@@ -269,6 +271,7 @@ void write_index_page(const std::filesystem::path& directory, const nlohmann::or
   html += layers_section(data, contents);
   html += heads_table_section(data);
   html += score_maps_section(data, contents);
+  html += long_context_section(document);
   html += causal_index_section(data, contents);
   html += "<section id=\"viewer\"><h2>Attention viewer</h2><p class=\"note\">Pick an example sequence, a layer and a head. "
           "Lines join each query (left) to the keys it attends (right), darker for larger weights.</p>" +

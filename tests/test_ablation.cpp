@@ -355,7 +355,7 @@ TEST_CASE("without --ablation heads.json has no causal evidence", "[ablation][e2
     CHECK_FALSE(head["scores"].contains("importance"));
     CHECK_FALSE(head["scores"].contains("ablation_loss"));
   }
-  std::vector<std::string> phases = {"load", "shape", "idf", "corpus", "probes", "reports"};
+  std::vector<std::string> phases = {"load", "shape", "idf", "corpus", "probes", "needles", "reports"};
   std::vector<std::string> found;
   for (const auto& [name, seconds] : report["run"]["phases"].items()) found.push_back(name);
   std::sort(phases.begin(), phases.end());

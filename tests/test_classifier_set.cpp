@@ -53,8 +53,9 @@ TEST_CASE("every head type is described once, and the labels' order comes from t
     CHECK_FALSE(type.tag.empty());
     CHECK(type.thresholds.count(type.name()) == 1);
   }
-  CHECK((primary_label_order() == std::vector<std::string>{"induction", "duplicate-token", "previous-token", "syntactic",
-                                                          "rare-word", "positional", "first-token", "broad"}));
+  CHECK((primary_label_order() ==
+         std::vector<std::string>{"induction", "retrieval", "duplicate-token", "previous-token", "syntactic", "rare-word",
+                                  "separator", "punctuation", "positional", "first-token", "streaming", "broad"}));
   std::vector<std::string> labels = {"broad", "induction", "positional"};
   sort_labels(labels);
   CHECK((labels == std::vector<std::string>{"induction", "positional", "broad"}));

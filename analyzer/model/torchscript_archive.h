@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analyzer/model/model_metadata.h"  // kMaxMetadataBytes, the bound on extra/headscan.json
+#include "analyzer/model/pickle_scan.h"
 
 namespace headscan {
 
@@ -45,19 +46,5 @@ class TorchScriptArchive {
   std::unique_ptr<Impl> impl_;
 };
 
-// One tensor storage a pickle refers to: torch.jit.save stores its bytes in the record
-// `<prefix><key>`, and LibTorch reads `numel × itemsize` bytes of it.
-struct PickledStorage {
-  std::string key;
-  std::string type;  // "FloatStorage", …
-  std::int64_t numel = 0;
-  std::int64_t itemsize = 0;
-};
-
-// Runs the pickle `bytes` (protocol 2, the opcodes LibTorch's unpickler reads) far enough to find
-// every storage it refers to, and checks that every tensor it rebuilds lies within its storage.
-// Throws InputError naming `origin` and the byte offset when the pickle is damaged or a tensor
-// reaches beyond its storage. Builds no objects: deep or huge pickles cost linear time and memory.
-std::vector<PickledStorage> scan_pickle(const std::string& bytes, const std::string& origin);
 
 }  // namespace headscan

@@ -59,11 +59,6 @@ class CorpusPass : public Pass {
           }
         }
         // --examples: the user's prompts are the report's examples (RunState::read_examples).
-        if (static_cast<std::int64_t>(state.needle_text.size()) < needle_text_wanted(state.text.shape)) {
-          for (std::size_t t = 0; t < sequence.ids.size(); ++t) {
-            if (sequence.special[t] == 0) state.needle_text.push_back(sequence.ids[t]);
-          }
-        }
         if (options.examples_path.empty()) state.corpus_example_chooser.offer(sequence);
         if (state.record_examples && sequence.example >= 0) {
           state.corpus_examples.push_back(make_example(state.corpus_example_chooser.chosen().back(),

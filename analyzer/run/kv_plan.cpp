@@ -63,6 +63,9 @@ void add_head_summary(nlohmann::ordered_json& document) {
     const double dropped = 1.0 - static_cast<double>(std::min(context, kept)) / static_cast<double>(context);
     saved[std::to_string(context)] = streaming_share * dropped;
   }
+  const bool measured = std::any_of(heads.begin(), heads.end(), [](const auto& head) {
+    return head.at("scores").value("streaming", nlohmann::ordered_json()).is_number();
+  });
   document["kv_plan"] = {{"sink_size", window.sink},
                          {"recent_size", window.window},
                          {"heads", plan},
@@ -70,6 +73,14 @@ void add_head_summary(nlohmann::ordered_json& document) {
                          {"full_kv_heads", full_groups},
                          {"kv_heads", groups},
                          {"memory_saved", saved}};
+  if (!measured && !heads.empty()) {
+    const std::string note = fmt::format(
+        "no sequence is longer than sink + window = {} tokens, so streaming is null and every head keeps a full "
+        "cache; give longer documents, a larger --max-length, or a smaller --sink/--window",
+        kept);
+    document["kv_plan"]["note"] = note;
+    document["warnings"].push_back(note);
+  }
 }
 
 void write_kv_plan_files(const nlohmann::ordered_json& document, const std::filesystem::path& directory) {

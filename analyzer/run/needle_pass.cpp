@@ -12,6 +12,26 @@
 namespace headscan {
 namespace {
 
+// The corpus's first text tokens (non-special ids in reading order), as many as the haystacks take:
+// read from the start of the whole corpus, so that a run in shards builds the single run's probes.
+std::vector<std::int64_t> haystack_text(const RunState& state) {
+  const std::int64_t wanted = needle_text_wanted(state.text.shape);
+  std::vector<std::int64_t> text;
+  if (wanted <= 0) return text;
+  DocumentReader reader(state.options.corpus_path, "none", state.options.text_field);
+  std::vector<Sequence> sequences;
+  while (static_cast<std::int64_t>(text.size()) < wanted && state.read_document(reader, sequences, nullptr)) {
+    for (const Sequence& sequence : sequences) {
+      for (std::size_t t = 0; t < sequence.ids.size(); ++t) {
+        if (sequence.special[t] == 0) text.push_back(sequence.ids[t]);
+      }
+    }
+    sequences.clear();
+  }
+  if (static_cast<std::int64_t>(text.size()) > wanted) text.resize(static_cast<std::size_t>(wanted));
+  return text;
+}
+
 class NeedlePass : public Pass {
  public:
   const char* name() const override { return "needles"; }
@@ -29,7 +49,7 @@ class NeedlePass : public Pass {
       summary.note = "the model's output is not logits [batch, tokens, vocabulary]: copy events need its predictions";
       return;
     }
-    const NeedleSet needles = make_needles(*state.text.tokenizer, state.text.shape, state.needle_text, state.options.seed);
+    const NeedleSet needles = make_needles(*state.text.tokenizer, state.text.shape, haystack_text(state), state.options.seed);
     summary.probes = static_cast<int>(needles.sequences.size());
     summary.haystack_length = needles.haystack_length;
     if (needles.sequences.empty()) {

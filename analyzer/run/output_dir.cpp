@@ -27,7 +27,7 @@ namespace {
 // top level.
 bool is_report_entry(const fs::directory_entry& entry) {
   const std::string name = entry.path().filename().string();
-  if (entry.is_directory()) return name == "heads" || name == "plots" || name == "data";
+  if (entry.is_directory()) return name == "heads" || name == "plots" || name == "data" || name == "kv_plan";
   return name == "heads.json" || name == "heads.csv" || name == "idf.txt" || name == "index.html" || name == "state.json" ||
          name == "examples.bin" || name == "compare.json" || name == "compare.csv";
 }

@@ -52,10 +52,7 @@ struct RunState {
 
   Thresholds thresholds;  // the defaults with --threshold's overrides
   ProbeSet probes;        // made by the probe pass
-  // The corpus's first text tokens (non-special ids, reading order), kept by the corpus pass for
-  // the needle probes' haystacks (needle_text_wanted of them at most), and the needle pass's findings.
-  std::vector<std::int64_t> needle_text;
-  NeedleSummary needle_summary;
+  NeedleSummary needle_summary;  // what the needle pass found
 
   // --ablation: the objective (chosen before the corpus pass), the ablation set (collected by the
   // corpus pass) and what the causal passes found.

@@ -195,7 +195,8 @@ def option_seeds():
 
 
 def shard_state_seeds():
-    # A model of 1 layer and 2 heads, windows of 16 tokens; shard 0 ran the 10 probes.
+    # A model of 1 layer and 2 heads, windows of 16 tokens; shard 0 ran the 10 probes and 4 needle
+    # probes (22 copy events).
     layers, heads, max_length = 1, 2, 16
 
     def exact(value):
@@ -204,7 +205,7 @@ def shard_state_seeds():
     def means(count, values):
         return {"sums": [[exact(count * value) for value in values] for _ in range(layers)], "counts": [count] * layers}
 
-    def statistics(tokens, sequences, probe_queries, relations):
+    def statistics(tokens, sequences, probe_queries, needle_queries, relations):
         corpus, later = tokens, tokens - sequences
         return {
             "previous_token": means(later, [0.9, 0.1]),
@@ -220,6 +221,10 @@ def shard_state_seeds():
             "induction_text": means(2, [0.5, 0.25]),
             "rare_word": {"means": means(4, [0.5, 0.25]), "baseline": {"sum": exact(4 * 0.375), "count": 4}},
             "syntactic": {"layers": layers, "heads": heads, "relations": relations},
+            "separator": {"means": means(later, [0.75, 0.0]), "baseline": {"sum": exact(later * 0.125), "count": later}},
+            "punctuation": {"means": means(later, [0.125, 0.5]), "baseline": {"sum": exact(later * 0.25), "count": later}},
+            "streaming": means(0, [0.0, 0.0]),
+            "retrieval": means(needle_queries, [1.0, 0.0]),
         }
 
     def state(index, count, examples, relations=None):
@@ -236,9 +241,10 @@ def shard_state_seeds():
             "counts": {"lines": 3, "documents": 3, "sequences": sequences, "tokens": tokens,
                        "lines_with_invalid_utf8": 0, "invalid_utf8_replacements": 0, "sentences": parsed,
                        "parsed_sentences": parsed},
-            "statistics": statistics(tokens, sequences, 20 if probes else 0, relations or {}),
+            "statistics": statistics(tokens, sequences, 20 if probes else 0, 22 if probes else 0, relations or {}),
             "document": {"headscan_version": "0.1.0", "model": {"layers": layers, "heads": heads, "kv_heads": 2},
                          "corpus": {"path": "c.txt"}, "probes": {"count": probes},
+                         "retrieval": {"probes": 4 if probes else 0},
                          "thresholds": {"previous_token": 0.5}, "heads": []},
             "warnings": ["a warning"],
             "examples": [{"key": [index, i], "source": f"corpus line {i + 1}", "tokens": ["<s>", "w1"],

@@ -1,0 +1,14 @@
+#pragma once
+// index.html's "Long context" section: the sink rate (heads.json "summary"), the needle probes'
+// copy accuracy by depth ("retrieval") and the KV-cache plan as a layer × key/value-head map with
+// the memory it saves and, with --ablation, its loss ("kv_plan"). "" when heads.json has none.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace headscan {
+
+std::string long_context_section(const nlohmann::ordered_json& document);
+
+}  // namespace headscan
