@@ -9,7 +9,9 @@
     at every depth) and is labelled retrieval, its duplicate-token head scores 0; the model that
     never copies has no copy event, retrieval null and a note saying why;
   * the KV-cache plan: per head full or streaming by the labels, kv_plan/full_attention_heads.tsv
-    and config.json as DuoAttention's load_attn_pattern reads them, the memory saved;
+    and config.json as DuoAttention's load_attn_pattern reads them, the memory saved, and with
+    --ablation its loss_delta against a recomputation with the streaming head masked before the
+    softmax;
   * the sink rate is the share of heads with first_token >= 0.3;
   * random-weight models get none of the new labels.
 
@@ -109,6 +111,26 @@ def key_kind_reference(module, model, sequences, is_kind, causal):
     return sums / count, baseline / count
 
 
+def kv_plan_loss_delta(module, items):
+    """Mean next-token loss with head 0 of WindowModel restricted to sink + window, less the full one."""
+    def loss(ids, restrict):
+        tensor = torch.tensor([ids])
+        T = len(ids)
+        position = torch.arange(T)
+        visible = position.view(1, T) <= position.view(T, 1)
+        kept = (position.view(1, T) < SINK) | (position.view(1, T) > position.view(T, 1) - WINDOW)
+        h0 = 8.0 * (position.view(1, T) == position.view(T, 1) - 1).double()
+        if restrict:
+            h0 = h0.masked_fill(~kept, float("-inf"))
+        probs = torch.softmax(h0.masked_fill(~visible, float("-inf")), dim=-1)
+        logits = 20.0 * probs @ torch.nn.functional.one_hot(tensor[0], module.VOCAB_SIZE).double()
+        return torch.nn.functional.cross_entropy(logits[:-1], tensor[0, 1:]).item()
+
+    full = sum(loss(ids, False) for ids in items) / len(items)
+    restricted = sum(loss(ids, True) for ids in items) / len(items)
+    return restricted - full
+
+
 def close(a, b, what, tolerance=1e-5):
     if a is None or b is None or abs(a - b) > tolerance:
         sys.exit(f"FAIL {what}: headscan {a}, reference {b}")
@@ -190,6 +212,19 @@ def main(argv):
     assert labels(separator, 1) & NEW_LABELS == {"punctuation"}, separator["heads"][1]
     assert not labels(separator, 2) & NEW_LABELS, separator["heads"][2]
     assert "kv_plan" not in separator and separator["retrieval"]["note"]
+
+    # The KV-cache plan's causal check: the ablation set's loss with the plan's streaming head
+    # restricted to its cache (keys outside it masked to -inf before the softmax), against the full
+    # model, recomputed here one sequence at a time.
+    window = run(headscan, os.path.join(work, "window_lm.pt"), corpus, os.path.join(work, "window_lm"), "--ablation")
+    plan = window["kv_plan"]
+    assert plan["heads"] == [["streaming", "full"]], plan["heads"]
+    items = windows(module, corpus, module.CAUSAL_MAX_LEN - 1, [module.VOCAB["<s>"]], [])[:window["ablation"]["sequences"]]
+    close(kv_plan_loss_delta(module, items), plan["loss_delta"], "kv_plan.loss_delta", 1e-6)
+    # By construction about 2 % of the head's weight lies outside its cache: just over the 0.05 nats
+    # a plan may cost, which the plan and the warnings say.
+    assert plan["loss_delta"] > 0.05 and "loss_note" in plan, plan
+    assert any("KV-cache plan costs" in warning for warning in window["warnings"]), window["warnings"]
 
     # Random weights: none of the new labels.
     for name in ["random_gpt2", "random_bert"]:
