@@ -162,13 +162,30 @@ RowSummary summarize_rows(const at::Tensor& attention, bool causal) {
   return summary;
 }
 
+void RowSummaryCache::settle(int layer, const at::Tensor& attention) {
+  if (layer == layer_ && attention.data_ptr() == data_) return;
+  layer_ = layer;
+  data_ = attention.data_ptr();
+  has_summary_ = false;
+  summary_ = RowSummary();
+  shared_.clear();
+}
+
 const RowSummary& RowSummaryCache::get(int layer, const at::Tensor& attention, bool causal) {
-  if (layer != layer_ || attention.data_ptr() != data_) {
+  settle(layer, attention);
+  if (!has_summary_) {
     summary_ = summarize_rows(attention, causal);
-    layer_ = layer;
-    data_ = attention.data_ptr();
+    has_summary_ = true;
   }
   return summary_;
+}
+
+const at::Tensor& RowSummaryCache::shared(int layer, const at::Tensor& attention, const std::string& name,
+                                          const std::function<at::Tensor()>& compute) {
+  settle(layer, attention);
+  auto found = shared_.find(name);
+  if (found == shared_.end()) found = shared_.emplace(name, compute()).first;
+  return found->second;
 }
 
 const RowSummary& row_summary(int layer, const at::Tensor& attention, const BatchContext& context,

@@ -5,6 +5,9 @@
 // most of the difference between headscan and a bare forward pass (bench/classifier_cost.cpp).
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
 
 #include <ATen/core/Tensor.h>
 
@@ -41,11 +44,20 @@ RowSummary summarize_rows_in_chunks(const at::Tensor& attention, bool causal, st
 class RowSummaryCache {
  public:
   const RowSummary& get(int layer, const at::Tensor& attention, bool causal);
+  // Another per-row statistic of the layer that several classifiers read (the weight on separator
+  // and punctuation keys, say), by name: `compute` runs once per layer and batch.
+  const at::Tensor& shared(int layer, const at::Tensor& attention, const std::string& name,
+                           const std::function<at::Tensor()>& compute);
 
  private:
+  // Forgets what belongs to another layer or attention tensor.
+  void settle(int layer, const at::Tensor& attention);
+
   int layer_ = -1;
   const void* data_ = nullptr;
+  bool has_summary_ = false;
   RowSummary summary_;
+  std::map<std::string, at::Tensor> shared_;
 };
 
 const RowSummary& row_summary(int layer, const at::Tensor& attention, const BatchContext& context,

@@ -11,6 +11,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_summary.h"
 #include "heads/saved_statistics.h"
 
 namespace headscan {
@@ -42,6 +43,27 @@ HeadType key_kind_type(KeyKind kind) {
           /*primary_rank=*/8};
 }
 
+// [B, T, 2] bool: the keys that are separators (special tokens after position 0) and those that are
+// punctuation (non-special tokens whose text is only punctuation).
+at::Tensor key_kinds(const BatchContext& context) {
+  const at::Tensor& valid = context.valid;
+  at::Tensor separators = context.special & valid;
+  separators.select(/*dim=*/1, 0).fill_(false);
+  const at::Tensor punctuation =
+      context.punctuation != nullptr ? *context.punctuation & valid & ~context.special : at::zeros_like(valid);
+  return at::stack({separators, punctuation}, /*dim=*/-1);
+}
+
+// [B, H, T, 2]: each row's weight on the keys of each kind (keys it cannot see hold 0): one product
+// [B, H, T, T] · [B, 1, T, 2] reads the attention once for both, shared through the row cache; no
+// product at all when the batch has no key of either kind.
+at::Tensor key_kind_mass(const at::Tensor& attention, const BatchContext& context) {
+  const at::Tensor kinds = key_kinds(context);
+  const auto sizes = attention.sizes();
+  if (!kinds.any().item<bool>()) return at::zeros({sizes[0], sizes[1], sizes[2], 2}, attention.options());
+  return at::matmul(attention, kinds.to(attention.scalar_type()).unsqueeze(1));
+}
+
 class KeyKindClassifier : public MeanScoreClassifier {
  public:
   // The base class keeps the mean; the label needs the baseline too, so this class labels.
@@ -59,9 +81,12 @@ class KeyKindClassifier : public MeanScoreClassifier {
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (attention.size(-1) < 2) return;
     if (context.batch_index != cached_batch_) prepare(context);
-    // [B, H, T, T] · [B, 1, T, 1]: each row's weight on keys of the kind (keys it cannot see hold 0).
-    const at::Tensor mass = at::matmul(attention, keys_.to(attention.scalar_type()).view({keys_.size(0), 1, -1, 1}));
-    means_.add(layer, mass.squeeze(-1).slice(/*dim=*/-1, 1), counted_, context.sums);
+    auto compute = [&] { return key_kind_mass(attention, context); };
+    at::Tensor local;
+    const at::Tensor& mass = context.rows != nullptr ? context.rows->shared(layer, attention, "key_kind_mass", compute)
+                                                     : (local = compute());
+    const int column = kind_ == KeyKind::separator ? 0 : 1;
+    means_.add(layer, mass.select(/*dim=*/-1, column).slice(/*dim=*/-1, 1), counted_, context.sums);
   }
 
   nlohmann::json save() const override {
@@ -90,14 +115,7 @@ class KeyKindClassifier : public MeanScoreClassifier {
   void prepare(const BatchContext& context) {
     cached_batch_ = context.batch_index;
     const at::Tensor& valid = context.valid;  // [B, T]
-    if (kind_ == KeyKind::separator) {
-      keys_ = context.special & valid;
-      keys_.select(/*dim=*/1, 0).fill_(false);
-    } else if (context.punctuation != nullptr) {
-      keys_ = *context.punctuation & valid & ~context.special;
-    } else {
-      keys_ = at::zeros_like(valid);
-    }
+    keys_ = key_kinds(context).select(/*dim=*/-1, kind_ == KeyKind::separator ? 0 : 1);
     counted_ = context.queries.slice(/*dim=*/1, 1);
     at::Tensor share;  // [B, T]: the share of each query's visible keys that are of the kind
     if (context.causal) {

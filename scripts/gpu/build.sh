@@ -50,7 +50,8 @@ fi
 
 fixtures=$bundle/fixtures
 mkdir -p "$fixtures"
-for script in make_models make_circuit_models make_syntax_models make_random_models make_ablation_models; do
+for script in make_models make_circuit_models make_syntax_models make_random_models make_ablation_models \
+              make_long_context_models; do
   "$python" "$root/tests/fixtures/$script.py" "$fixtures" >/dev/null
 done
 status=0

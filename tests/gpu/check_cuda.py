@@ -68,6 +68,12 @@ def main(argv):
         ("ablation_lm", "ablation_lm.pt", os.path.join(fixtures, "ablation_corpus.txt"), no_parser + ["--ablation"]),
         ("ablation_mlm", "ablation_mlm.pt", os.path.join(fixtures, "ablation_corpus.txt"), no_parser + ["--ablation"]),
     ]
+    # The long-context head types (make_long_context_models.py), where the fixtures include them.
+    long_corpus = os.path.join(fixtures, "long_corpus.txt")
+    if os.path.exists(long_corpus):
+        cases += [("needle_copy", "needle_copy.pt", long_corpus, no_parser),
+                  ("window_lm", "window_lm.pt", long_corpus, no_parser + ["--ablation"]),
+                  ("separator", "separator.pt", long_corpus, no_parser)]
     failures = 0
     for name, model, corpus, options in cases:
         model_path = os.path.join(fixtures, model)
