@@ -5,15 +5,11 @@
 // argmax falling on a random key would score. Labelled when rare_word > `rare_word` and
 // rare_word ≥ baseline + `rare_word_margin`: in a small corpus most keys tie at the maximal idf
 // and an argmax lands on one by chance. Voita et al. 2019, "rare words" heads.
-#include <cmath>
-
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "heads/mean_score.h"
+#include "heads/baselined_score.h"
 #include "heads/registry.h"
 #include "heads/row_summary.h"
-#include "heads/saved_statistics.h"
 
 namespace headscan {
 namespace {
@@ -22,12 +18,9 @@ constexpr std::int64_t kMinimumKeys = 3;
 constexpr double kDefaultThreshold = 0.5;
 constexpr double kDefaultMargin = 0.2;
 
-class RareWordClassifier : public MeanScoreClassifier {
+class RareWordClassifier : public BaselinedScoreClassifier {
  public:
-  // The base class keeps the mean; the label needs the baseline too, so this class labels.
-  RareWordClassifier() : MeanScoreClassifier(HeadType{{description().scores.front()}}) {}
-
-  HeadType type() const override { return description(); }
+  RareWordClassifier() : BaselinedScoreClassifier(description()) {}
 
   static HeadType description() {
     return {{{"rare_word",
@@ -43,8 +36,7 @@ class RareWordClassifier : public MeanScoreClassifier {
   }
 
   void begin(const ModelShape& shape) override {
-    MeanScoreClassifier::begin(shape);
-    baseline_ = QueryMean();
+    BaselinedScoreClassifier::begin(shape);
     cached_batch_ = -1;
   }
 
@@ -56,26 +48,6 @@ class RareWordClassifier : public MeanScoreClassifier {
     const at::Tensor attended_idf = idf.gather(/*dim=*/2, argmax);
     const at::Tensor hit = (attended_idf == best_idf_.unsqueeze(1)) & attended_idf.isfinite();
     means_.add(layer, hit.to(attention.scalar_type()), counted_, context.sums);
-  }
-
-  nlohmann::json save() const override {
-    return {{"means", MeanScoreClassifier::save()}, {"baseline", baseline_.save()}};
-  }
-  void merge(const nlohmann::json& saved) override {
-    const std::string path = saved_statistics_path(name());
-    means_.merge(saved_field(saved, "means", path), path + ".means");
-    baseline_.merge(saved_field(saved, "baseline", path), path + ".baseline");
-  }
-
-  void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const override {
-    MeanScoreClassifier::finalize(layer, head, thresholds, verdict);
-    const double score = means_.mean(layer, head);
-    const double baseline = baseline_.mean();
-    put_score(verdict.scores, "rare_word_baseline", baseline);
-    if (std::isnan(score) || std::isnan(baseline)) return;
-    if (score > thresholds.at("rare_word") && score >= baseline + thresholds.at("rare_word_margin")) {
-      verdict.labels.push_back("rare-word");
-    }
   }
 
  private:
@@ -110,7 +82,6 @@ class RareWordClassifier : public MeanScoreClassifier {
                   context.sums);
   }
 
-  QueryMean baseline_;
   std::int64_t cached_batch_ = -1;
   at::Tensor best_idf_;  // [B, T]: maximal idf among the keys visible to each query
   at::Tensor counted_;   // [B, T] bool: the queries that count

@@ -4,15 +4,11 @@
 // its chance level, the mean over the same queries of the share of visible keys of that kind.
 // Labelled when the score > the threshold and ≥ chance + the margin, as rare-word is. Clark et al.
 // 2019 ("What Does BERT Look At?") found heads of both kinds.
-#include <cmath>
-
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "heads/mean_score.h"
+#include "heads/baselined_score.h"
 #include "heads/registry.h"
 #include "heads/row_summary.h"
-#include "heads/saved_statistics.h"
 
 namespace headscan {
 namespace {
@@ -64,17 +60,12 @@ at::Tensor key_kind_mass(const at::Tensor& attention, const BatchContext& contex
   return at::matmul(attention, kinds.to(attention.scalar_type()).unsqueeze(1));
 }
 
-class KeyKindClassifier : public MeanScoreClassifier {
+class KeyKindClassifier : public BaselinedScoreClassifier {
  public:
-  // The base class keeps the mean; the label needs the baseline too, so this class labels.
-  explicit KeyKindClassifier(KeyKind kind)
-      : MeanScoreClassifier(HeadType{{key_kind_type(kind).scores.front()}}), kind_(kind) {}
-
-  HeadType type() const override { return key_kind_type(kind_); }
+  explicit KeyKindClassifier(KeyKind kind) : BaselinedScoreClassifier(key_kind_type(kind)), kind_(kind) {}
 
   void begin(const ModelShape& shape) override {
-    MeanScoreClassifier::begin(shape);
-    baseline_ = QueryMean();
+    BaselinedScoreClassifier::begin(shape);
     cached_batch_ = -1;
   }
 
@@ -87,27 +78,6 @@ class KeyKindClassifier : public MeanScoreClassifier {
                                                      : (local = compute());
     const int column = kind_ == KeyKind::separator ? 0 : 1;
     means_.add(layer, mass.select(/*dim=*/-1, column).slice(/*dim=*/-1, 1), counted_, context.sums);
-  }
-
-  nlohmann::json save() const override {
-    return {{"means", MeanScoreClassifier::save()}, {"baseline", baseline_.save()}};
-  }
-  void merge(const nlohmann::json& saved) override {
-    const std::string path = saved_statistics_path(name());
-    means_.merge(saved_field(saved, "means", path), path + ".means");
-    baseline_.merge(saved_field(saved, "baseline", path), path + ".baseline");
-  }
-
-  void finalize(int layer, int head, const Thresholds& thresholds, HeadVerdict& verdict) const override {
-    MeanScoreClassifier::finalize(layer, head, thresholds, verdict);
-    const std::string& own = name();
-    const double score = means_.mean(layer, head);
-    const double baseline = baseline_.mean();
-    put_score(verdict.scores, (own + "_baseline").c_str(), baseline);
-    if (std::isnan(score) || std::isnan(baseline)) return;
-    if (score > thresholds.at(own) && score >= baseline + thresholds.at(own + "_margin")) {
-      verdict.labels.push_back(type().label);
-    }
   }
 
  private:
@@ -129,7 +99,6 @@ class KeyKindClassifier : public MeanScoreClassifier {
   }
 
   KeyKind kind_;
-  QueryMean baseline_;
   std::int64_t cached_batch_ = -1;
   at::Tensor keys_;     // [B, T] bool: keys of the kind
   at::Tensor counted_;  // [B, T - 1] bool: content queries i ≥ 1
