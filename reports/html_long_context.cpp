@@ -80,7 +80,7 @@ std::string plan_summary(const Json& plan) {
     html += "</tr></table>";
   }
   if (plan.contains("loss_delta")) {
-    html += fmt::format("<p>With every streaming head restricted to its cache, the loss on the ablation set rises by "
+    html += fmt::format("<p>With every streaming head restricted to its cache, the loss on the ablation set changes by "
                         "<strong>{:+.4f}</strong> nats.</p>",
                         plan["loss_delta"].is_number() ? plan["loss_delta"].get<double>() : 0.0);
   }
