@@ -41,8 +41,8 @@ ThresholdOption parse_threshold_option(const std::string& text) {
   ThresholdOption option{text.substr(0, equals), 0};
   const std::string value_text = text.substr(equals + 1);
   const bool count = is_count_threshold(option.name);
-  const std::string expected = count ? fmt::format("a whole number from 0 to {:.0f} (a number of sentences)",
-                                                   kMaxThresholdCount)
+  const std::string expected = count ? fmt::format("a whole number from 0 to {:.0f} (a number of {})", kMaxThresholdCount,
+                                                   option.name == "syntactic_support" ? "sentences" : "tokens")
                                      : std::string("a number from 0 to 1 (a share of attention or of queries)");
   const char* const begin = value_text.data();
   const char* const end = begin + value_text.size();
