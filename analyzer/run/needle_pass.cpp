@@ -1,6 +1,6 @@
 // The needle pass: needle probes (analyzer/run/needles.h) through the instrumented model twice per
 // batch: once for the model's predictions, which say where it copies the needle (its copy events),
-// then with those events to the retrieval classifier. A causal model with logits only; shard 0 only.
+// then, when it copied any, with those events to the retrieval classifier. A causal model with logits only; shard 0 only.
 #include <fmt/format.h>
 
 #include "analyzer/errors.h"
@@ -11,6 +11,12 @@
 
 namespace headscan {
 namespace {
+
+std::int64_t total(const std::vector<std::int64_t>& counts) {
+  std::int64_t sum = 0;
+  for (const std::int64_t count : counts) sum += count;
+  return sum;
+}
 
 // The corpus's first text tokens (non-special ids in reading order), as many as the haystacks take:
 // read from the start of the whole corpus, so that a run in shards builds the single run's probes.
@@ -65,16 +71,17 @@ class NeedlePass : public Pass {
       try {
         const ForwardOutput predicted = state.forward(batch, std::nullopt, batch_index, nullptr);
         if (!predicted.logits) throw InputError("the model returned no logits for the needle probes");
+        const std::int64_t before = total(summary.events);
         state.needle_targets = needle_targets(*predicted.logits, batch, needles, summary.events, summary.candidates);
-        state.forward(batch, feeds(), batch_index++, nullptr);
+        // Without a copy event the batch adds nothing to any head's hits or events: no second call.
+        if (total(summary.events) > before) state.forward(batch, feeds(), batch_index++, nullptr);
       } catch (...) {
         state.needle_targets = at::Tensor();
         rethrow_with_context(fmt::format("{} (needle probes): ", state.model->path()));
       }
       state.needle_targets = at::Tensor();
     }
-    std::int64_t events = 0;
-    for (const std::int64_t count : summary.events) events += count;
+    const std::int64_t events = total(summary.events);
     if (events < kMinimumCopyEvents) {
       summary.note = fmt::format("the model copied the needle {} times, fewer than the {} retrieval needs", events,
                                  kMinimumCopyEvents);
