@@ -1,6 +1,7 @@
 #include "reports/html_long_context.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "reports/html_page.h"
 #include "reports/palette.h"

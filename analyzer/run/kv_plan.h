@@ -6,9 +6,10 @@
 // is not streaming) or `streaming` (a cache of the sink tokens and a recent window); a key/value
 // group keeps a full cache when any of its query heads needs one.
 
+#include <cstdint>
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 namespace headscan {
 

@@ -3,6 +3,7 @@
 // Inside the graph, after the softmax, such a head's weights outside its sink (j < S) and window
 // (i − W < j ≤ i) are set to 0 and each row renormalized: what masking those keys to −∞ before the
 // softmax gives.
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "analyzer/run/ablation.h"
