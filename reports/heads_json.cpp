@@ -83,6 +83,11 @@ void set_run(nlohmann::ordered_json& document, const RunSummary& run) {
   }
 }
 
+bool has_label(const nlohmann::ordered_json& head, const char* label) {
+  const auto& labels = head.at("labels");
+  return std::find(labels.begin(), labels.end(), label) != labels.end();
+}
+
 void write_json_file(const nlohmann::ordered_json& document, const std::filesystem::path& path) {
   std::ofstream out(path);
   out << document.dump(2) << '\n';

@@ -78,6 +78,9 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
 // (Re)writes the document's "run" section, e.g. once the reports' time is known.
 void set_run(nlohmann::ordered_json& document, const RunSummary& run);
 
+// Whether a head of the "heads" array carries `label` among its "labels".
+bool has_label(const nlohmann::ordered_json& head, const char* label);
+
 // Writes `document` as indented JSON; throws std::runtime_error when the file cannot be written.
 void write_json_file(const nlohmann::ordered_json& document, const std::filesystem::path& path);
 

@@ -61,11 +61,6 @@ ProbeRun run_probes_without(RunState& state, std::size_t removed) {
                   with_loss ? repeat_loss.mean() : std::vector<double>()};
 }
 
-bool has_label(const nlohmann::ordered_json& head, const char* label) {
-  const auto& labels = head.at("labels");
-  return std::find(labels.begin(), labels.end(), label) != labels.end();
-}
-
 class CircuitPass : public Pass {
  public:
   const char* name() const override { return "circuits"; }

@@ -9,16 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "heads/streaming.h"
+#include "reports/heads_json.h"
 
 namespace headscan {
-namespace {
-
-bool has_label(const nlohmann::ordered_json& head, const char* label) {
-  const auto& labels = head.at("labels");
-  return std::find(labels.begin(), labels.end(), label) != labels.end();
-}
-
-}  // namespace
 
 void add_head_summary(nlohmann::ordered_json& document) {
   const auto& heads = document.at("heads");

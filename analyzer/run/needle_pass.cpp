@@ -1,6 +1,8 @@
 // The needle pass: needle probes (analyzer/run/needles.h) through the instrumented model twice per
 // batch: once for the model's predictions, which say where it copies the needle (its copy events),
 // then, when it copied any, with those events to the retrieval classifier. A causal model with logits only; shard 0 only.
+#include <numeric>
+
 #include <fmt/format.h>
 
 #include "analyzer/errors.h"
@@ -13,9 +15,7 @@ namespace headscan {
 namespace {
 
 std::int64_t total(const std::vector<std::int64_t>& counts) {
-  std::int64_t sum = 0;
-  for (const std::int64_t count : counts) sum += count;
-  return sum;
+  return std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
 }
 
 // The corpus's first text tokens (non-special ids in reading order), as many as the haystacks take:
