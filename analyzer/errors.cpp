@@ -22,6 +22,8 @@ void reject_pipe_or_device(const std::string& path, const std::string& expected)
 void rethrow_with_context(const std::string& context) {
   try {
     throw;
+  } catch (const Interrupted&) {
+    throw;
   } catch (const InputError& e) {
     throw InputError(context + e.what());
   } catch (const std::exception& e) {

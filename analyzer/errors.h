@@ -14,6 +14,13 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A run stopped at the user's request (Ctrl-C in the Python module, through
+// AnalysisOptions::check_interrupt). Passes through rethrow_with_context unchanged.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
 // Throws InputError when `path` names a pipe, socket or device, before anything opens it: headscan
 // reads its inputs whole or more than once, and opening a pipe that has no writer would wait
 // forever with no word. `expected` begins the message ("expected a UTF-8 text corpus"). Missing

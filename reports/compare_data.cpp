@@ -234,7 +234,7 @@ Comparison make_comparison(std::vector<CompareRun> runs, const std::vector<std::
   std::error_code error;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
-      if (fs::equivalent(runs[i].path, runs[j].path, error)) {
+      if (!runs[i].path.empty() && fs::equivalent(runs[i].path, runs[j].path, error)) {
         throw InputError(fmt::format("{}: this run is given twice (also as {})", runs[i].given, runs[j].given));
       }
     }
@@ -245,6 +245,7 @@ Comparison make_comparison(std::vector<CompareRun> runs, const std::vector<std::
   for (const CompareRun& run : runs) ++uses[run.name];
   for (CompareRun& run : runs) {
     if (!run.name.empty() && uses[run.name] == 1) continue;
+    if (run.path.empty()) continue;  // a report held in memory: numbered below
     const fs::path path = fs::path(run.path).lexically_normal();
     fs::path directory = path.filename() == "heads.json" ? path.parent_path() : path;
     if (directory.empty()) directory = fs::absolute(path, error).parent_path();

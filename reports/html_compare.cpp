@@ -39,8 +39,9 @@ std::string url_path(const fs::path& path) {
 }
 
 // Where a run's own report is, relative to the comparison's directory: "" when the run is a
-// heads.json without the pages beside it.
+// heads.json without the pages beside it, or a report held in memory.
 std::string run_report_link(const CompareRun& run, const fs::path& target) {
+  if (run.path.empty()) return "";  // a report held in memory (the Python module)
   std::error_code error;
   const fs::path directory = fs::absolute(run.path, error).parent_path();
   if (error || !fs::is_regular_file(directory / "index.html", error)) return "";

@@ -5,14 +5,18 @@
 #include <stdexcept>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include <cairo.h>
 #include <fmt/format.h>
+#include <fontconfig/fontconfig.h>
 #include <pango/pangocairo.h>
 #include <png.h>
 
+#include "analyzer/resources.h"
 #include "reports/report_data.h"
 #include "reports/text.h"
 
@@ -29,7 +33,25 @@ struct LayoutDeleter {
 };
 using Layout = std::unique_ptr<PangoLayout, LayoutDeleter>;
 
+// The wheel's fonts (share/fonts: DejaVu Sans, resources.h), added to fontconfig's before the first
+// layout; on a machine without a fontconfig configuration, its fonts.conf, so that fontconfig finds
+// them without complaining.
+void add_bundled_fonts() {
+  static const bool added = [] {
+    const std::filesystem::path fonts = installed_file("share/fonts");
+    if (fonts.empty()) return false;
+    std::error_code error;
+    if (std::getenv("FONTCONFIG_FILE") == nullptr && !std::filesystem::exists("/etc/fonts/fonts.conf", error)) {
+      setenv("FONTCONFIG_FILE", (fonts / "fonts.conf").c_str(), 0);
+    }
+    const auto* folder = reinterpret_cast<const FcChar8*>(fonts.c_str());
+    return FcConfigAppFontAddDir(nullptr, folder) == FcTrue;
+  }();
+  (void)added;
+}
+
 Layout make_layout(cairo_t* cairo, const std::string& text, const TextStyle& style) {
+  add_bundled_fonts();
   Layout layout(pango_cairo_create_layout(cairo));
   PangoFontDescription* font = pango_font_description_from_string(kFontFamily);
   pango_font_description_set_absolute_size(font, style.size * PANGO_SCALE);

@@ -63,5 +63,5 @@ fi
 torch_prefix=$("$venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 jobs=$(nproc)
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" \
-  -DHEADSCAN_PYTHON="$venv/bin/python" >/dev/null
+  -DHEADSCAN_PYTHON="$venv/bin/python" -DPython_EXECUTABLE="$venv/bin/python" >/dev/null
 cmake --build "$root/build" -j "$jobs"

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "analyzer/cli/analysis_command.h"
 #include "analyzer/cli/option_values.h"
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/run/analysis.h"
@@ -27,19 +28,6 @@ namespace {
 constexpr int kExitFailure = 1;
 constexpr int kExitBadInput = 2;
 
-// An integer option's lower bound, stated plainly (CLI11's NonNegativeNumber and PositiveNumber
-// report their range with DBL_MAX written out in full).
-CLI::Validator at_least(std::int64_t minimum) {
-  return CLI::Validator(
-      [minimum](std::string& text) -> std::string {
-        std::int64_t value = 0;
-        if (!CLI::detail::lexical_cast(text, value)) return fmt::format("expected an integer, found \"{}\"", text);
-        if (value < minimum) return fmt::format("must be at least {}, found {}", minimum, value);
-        return {};
-      },
-      fmt::format(">={}", minimum));
-}
-
 void print_summary(const headscan::AnalysisSummary& summary) {
   fmt::print("analysed {} sequences ({} tokens) in {:.1f} s: {} layers x {} heads\n", summary.sequences,
              summary.tokens, summary.seconds, summary.layers, summary.heads);
@@ -48,15 +36,6 @@ void print_summary(const headscan::AnalysisSummary& summary) {
   fmt::print("primary labels: {}\n", fmt::join(counts, ", "));
   for (const std::string& line : summary.findings) fmt::print("{}\n", line);
   fmt::print("report: {}/heads.json\n", summary.output_dir);
-}
-
-// --text-field names a JSON Lines field: given for a corpus of another format, it would be ignored.
-void check_text_field(const CLI::Option& option, const std::string& corpus) {
-  if (option.count() == 0 || headscan::is_jsonl_path(corpus)) return;
-  throw headscan::InputError(fmt::format(
-      "--text-field applies to JSON Lines corpora (.jsonl), and {} is not one{}; leave the option out, or give the "
-      ".jsonl file",
-      corpus == "-" ? "standard input" : corpus, corpus == "-" ? " (standard input is read as plain text)" : ""));
 }
 
 // Runs a command body, mapping its errors to exit codes: InputError → 2, anything else → 1.
@@ -155,7 +134,7 @@ int run_idf_command(int argc, char** argv) {
       ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
   app.add_option("--max-sequences", options.max_sequences,
                  "count the documents of the first N sequences only, as a run with --max-sequences N does (0: all)")
-      ->check(at_least(0))->capture_default_str();
+      ->check(headscan::at_least(0))->capture_default_str();
   const CLI::Option* text_field =
       app.add_option("--text-field", options.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
           ->capture_default_str();
@@ -168,7 +147,7 @@ int run_idf_command(int argc, char** argv) {
   if (inputs.size() == 2) options.model_path = inputs[0];
   options.corpus_path = inputs.back();
   return run_with_exit_codes([&] {
-    check_text_field(*text_field, options.corpus_path);
+    headscan::check_text_field(*text_field, options.corpus_path);
     const headscan::IdfSummary summary = headscan::run_idf(options);
     for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
     if (!quiet) {
@@ -300,94 +279,8 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "merge") return run_merge_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "compare") return run_compare_command(argc - 1, argv + 1);
 
-  headscan::AnalysisOptions options;
-  std::vector<std::string> thresholds;
-  bool quiet = false;
-
-  CLI::App app{"headscan: label the attention heads of a TorchScript transformer by what they do"};
-  app.set_version_flag("--version", std::function<std::string()>([] {
-    // OMP_WAIT_POLICY as LibTorch's OpenMP threads read it (PASSIVE unless the user gave one: wait_policy.cpp).
-    const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-    return fmt::format("headscan {} ({}; OMP_WAIT_POLICY={})", HEADSCAN_VERSION, headscan::libtorch_description(),
-                       wait_policy == nullptr ? "unset" : wait_policy);
-  }));
-  app.footer("Subcommands: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
-             "the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
-             "document frequencies once, for --idf (headscan idf --help); headscan merge DIR... -o OUT combines the "
-             "shards of a --shard run into its report (headscan merge --help); headscan compare RUN... -o OUT puts reports "
-             "side by side, e.g. checkpoints across training (headscan compare --help).");
-  app.add_option("model", options.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
-  app.add_option("corpus", options.corpus_path,
-                 "text corpus, one document per line; a JSON Lines file (.jsonl), one object per document; or a "
-                 "CoNLL-U file (.conllu), one sentence per document")
-      ->required();
-  const CLI::Option* text_field =
-      app.add_option("--text-field", options.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
-          ->capture_default_str();
-  app.add_option("-o,--output", options.output_dir, "report directory to create")->capture_default_str();
-  app.add_flag("--force", options.force, "replace the output directory if it exists and is not empty");
-  app.add_option("--tokenizer", options.tokenizer_path,
-                 "tokenizer.json or SentencePiece .model to use instead of the one inside the model");
-  app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: all cores)")
-      ->check(at_least(0))->capture_default_str();
-  app.add_option("--batch-size", options.batch_size, "sequences per forward call")
-      ->check(at_least(1))->capture_default_str();
-  app.add_option("--max-length", options.max_length,
-                 "tokens per sequence, BOS included; longer lines are cut into windows "
-                 "(default: max_length of headscan.json, else 512)")
-      ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
-  app.add_option("--dtype", options.dtype,
-                 "cast the model's floating-point parameters to this dtype when loading it (default: run it in "
-                 "the dtype its archive holds); attention statistics are summed in float32 or wider either way")
-      ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
-  app.add_option("--device", options.device,
-                 "where the model, its attention and every statistic run: auto (the first GPU when LibTorch sees "
-                 "one, else the CPU), cpu, cuda (the first GPU) or cuda:N")
-      ->capture_default_str();
-  app.add_option("--max-sequences", options.max_sequences, "stop after this many sequences (0: whole corpus)")
-      ->check(at_least(0))->capture_default_str();
-  app.add_option("--seed", options.seed, "seed for the synthetic probe sequences, masked-LM masks and random pruning orders")
-      ->capture_default_str();
-  app.add_flag("--ablation", options.ablation,
-               "causal evidence: head importance (gradients), the loss with each head removed, a pruning curve and "
-               "the circuits of induction and duplicate-token heads");
-  app.add_option("--ablation-sequences", options.ablation_sequences,
-                 "the first N sequences of the corpus are the set --ablation measures the loss on")
-      ->check(at_least(1))->capture_default_str();
-  app.add_option("--threshold", thresholds,
-                 "change a label threshold, NAME=VALUE (e.g. previous_token=0.6); repeatable")
-      ->type_name("NAME=VALUE");
-  std::optional<std::int64_t> sink;
-  std::optional<std::int64_t> window;
-  app.add_option("--sink", sink,
-                 "streaming heads and the KV-cache plan: the sink tokens a streaming cache keeps (default 4; the "
-                 "threshold streaming_sink)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 31));
-  app.add_option("--window", window,
-                 "streaming heads and the KV-cache plan: the recent tokens a streaming cache keeps (default 64; the "
-                 "threshold streaming_window)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31));
-  app.add_option("--examples", options.examples_path,
-                 "a text file of prompts, one per line: the example sequences the report draws (up to 8), instead "
-                 "of the corpus's first lines; they do not count in any score")
-      ->type_name("FILE");
-  app.add_option("--idf", options.idf_path,
-                 "document frequencies of a reference corpus for rare-word heads (format: idf.txt of a report)");
-  app.add_option("--parser", options.parser,
-                 "dependency parser for syntactic heads on plain text: link-grammar (English) or none; a .conllu "
-                 "corpus brings its own trees")
-      ->check(CLI::IsMember({"link-grammar", "none"}))->capture_default_str();
-  std::string shard;
-  app.add_option("--shard", shard,
-                 "analyse the I-th (from 0) of N slices of the corpus and write the shard's state to the output "
-                 "directory, for headscan merge; e.g. --shard ${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT}")
-      ->type_name("I/N");
-  bool no_html = false;
-  bool no_plots = false;
-  app.add_flag("--no-html", no_html, "write no HTML pages");
-  app.add_flag("--no-plots", no_plots, "write no PNG plots");
-  app.add_flag("-q,--quiet", quiet, "no progress or summary output");
-
+  headscan::AnalysisCommand command;
+  CLI::App& app = command.app();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -400,17 +293,9 @@ int main(int argc, char** argv) {
   }
 
   return run_with_exit_codes([&] {
-    check_text_field(*text_field, options.corpus_path);
-    options.thresholds = headscan::parse_threshold_options(thresholds);
-    if (sink) options.thresholds["streaming_sink"] = static_cast<double>(*sink);
-    if (window) options.thresholds["streaming_window"] = static_cast<double>(*window);
-    if (!shard.empty()) {
-      const headscan::ShardOption parsed = headscan::parse_shard_option(shard);
-      options.shard = headscan::CorpusSlice{parsed.index, parsed.count};
-    }
-    options.progress = !quiet;
-    options.html = !no_html;
-    options.plots = !no_plots;
+    const headscan::AnalysisOptions options = command.finish();
+    const bool quiet = command.quiet();
+    const std::string& shard = command.shard();
     const headscan::AnalysisSummary summary = headscan::run_analysis(options);
     for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
     if (quiet) return 0;

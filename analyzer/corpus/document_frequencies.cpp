@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <sstream>
 #include <optional>
 #include <string_view>
 
@@ -121,8 +122,8 @@ bool DocumentFrequencies::is_frequency_file(const std::string& path) {
   return in.gcount() == static_cast<std::streamsize>(first.size()) && first == std::string(kMagic) + "\n";
 }
 
-void DocumentFrequencies::save(const std::string& path, const Tokenizer& tokenizer) const {
-  std::ofstream out(path);
+std::string DocumentFrequencies::text(const Tokenizer& tokenizer) const {
+  std::ostringstream out;
   out << kMagic << "\ndocuments " << documents_ << '\n';
   for (std::size_t id = 0; id < frequencies_.size(); ++id) {
     if (frequencies_[id] > 0) {
@@ -131,6 +132,12 @@ void DocumentFrequencies::save(const std::string& path, const Tokenizer& tokeniz
           << '\n';
     }
   }
+  return out.str();
+}
+
+void DocumentFrequencies::save(const std::string& path, const Tokenizer& tokenizer) const {
+  std::ofstream out(path);
+  out << text(tokenizer);
   if (!out) throw std::runtime_error(fmt::format("{}: cannot write", path));
 }
 

@@ -37,6 +37,8 @@ class DocumentFrequencies {
   // InputError naming the file and line on a malformed file.
   static DocumentFrequencies load(const std::string& path, const Tokenizer& tokenizer);
   void save(const std::string& path, const Tokenizer& tokenizer) const;
+  // The text save() writes.
+  std::string text(const Tokenizer& tokenizer) const;
 
   // Whether the file at `path` starts as a file in this format does (its first line): one that
   // `headscan idf --force` may replace.

@@ -4,10 +4,12 @@
 
 #include <array>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <utility>
 
 #include "analyzer/errors.h"
+#include "analyzer/resources.h"
 
 namespace headscan {
 namespace {
@@ -177,6 +179,9 @@ struct LinkGrammarParser::Impl {
 
 LinkGrammarParser::LinkGrammarParser() : impl_(std::make_unique<Impl>()) {
   const DiagnosticCapture capture;
+  // The wheel's copy of the dictionaries (resources.h), else link-grammar's own search.
+  static const std::filesystem::path bundled = installed_file("share/link-grammar");
+  if (!bundled.empty()) dictionary_set_data_dir(bundled.c_str());
   impl_->dictionary = dictionary_create_lang("en");
   if (impl_->dictionary == nullptr) {
     const std::string found = capture.errors().empty() ? "no message from link-grammar" : capture.errors();

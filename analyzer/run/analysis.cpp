@@ -20,6 +20,7 @@
 #include "analyzer/run/shard_run.h"
 #include "analyzer/run/spooled_input.h"
 #include "analyzer/tokenizers/piece_text.h"
+#include "reports/text.h"
 #include "heads/registry.h"
 #include "reports/heads_csv.h"
 #include "reports/heads_json.h"
@@ -158,16 +159,6 @@ void capture_examples_if_needed(RunState& state) {
       capture_examples(*state.model, state.probe_example_sequences, *state.text.tokenizer, state.shape, "probe");
 }
 
-// idf.txt, the HTML pages and the PNG plots (heads.json is written last, with their time).
-void write_reports(RunState& state, const nlohmann::ordered_json& document, const OutputDirectory& output) {
-  const AnalysisOptions& options = state.options;
-  state.frequencies->save((output.staging() / "idf.txt").string(), *state.text.tokenizer);
-  if (!options.html && !options.plots) return;
-  capture_examples_if_needed(state);
-  headscan::write_reports(output.staging(), document, state.corpus_examples, state.probe_examples,
-                          ReportOptions{options.html, options.plots});
-}
-
 // A few lines on what --ablation found, for the command line's summary.
 std::vector<std::string> ablation_findings(const nlohmann::ordered_json& document) {
   const auto& ablation = document.at("ablation");
@@ -200,24 +191,51 @@ std::vector<std::string> ablation_findings(const nlohmann::ordered_json& documen
   return lines;
 }
 
-// The command line's summary of a run; the output directory's notes are printed as warnings but are
-// not part of heads.json.
-AnalysisSummary summarize(const RunState& state, double seconds, const std::vector<std::string>& warnings,
-                          const OutputDirectory& output) {
-  AnalysisSummary summary;
-  summary.output_dir = state.options.output_dir;
-  summary.layers = state.shape.layers;
-  summary.heads = state.shape.heads;
-  summary.sequences = state.corpus_summary.sequences;
-  summary.tokens = state.corpus_summary.tokens;
-  summary.seconds = seconds;
-  summary.warnings = warnings;
-  summary.warnings.insert(summary.warnings.end(), output.notes().begin(), output.notes().end());
-  return summary;
+}  // namespace
+
+struct ScanResult::Impl {
+  nlohmann::ordered_json document;  // heads.json
+  RunSummary run;                   // its "run", before the report phase
+  std::vector<ExampleSequence> corpus_examples;
+  std::vector<ExampleSequence> probe_examples;
+  std::string idf_text;             // idf.txt
+  AnalysisSummary summary;          // output_dir empty
+  std::vector<std::string> inputs;  // files a report directory must never replace (--force)
+};
+
+namespace {
+
+// `text` with the stand-in files of AnalysisOptions::model_name and corpus_name named as the user
+// gave them.
+std::string named(const AnalysisOptions& options, std::string text) {
+  for (const auto& [path, name] : {std::pair{&options.model_path, &options.model_name},
+                                   std::pair{&options.corpus_path, &options.corpus_name}}) {
+    if (name->empty() || path->empty()) continue;
+    for (std::size_t at = text.find(*path); at != std::string::npos; at = text.find(*path, at + name->size())) {
+      text.replace(at, path->size(), *name);
+    }
+  }
+  return text;
 }
 
-// The analysis of a corpus that is a file; `spooled` is standard input's copy when the corpus is it.
-AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spooled) {
+// Every string of `value` named(): the model's and corpus's paths, the tokenizer's origin, the
+// warnings.
+void name_stand_ins(const AnalysisOptions& options, nlohmann::ordered_json& value) {
+  if (options.model_name.empty() && options.corpus_name.empty()) return;
+  if (value.is_string()) {
+    value = named(options, value.get<std::string>());
+  } else if (value.is_structured()) {
+    for (auto& element : value) name_stand_ins(options, element);
+  }
+}
+
+// The analysis of a corpus that is a file, up to heads.json's document; `spooled` is standard
+// input's copy when the corpus is it. `output` is the report directory, opened before the run so
+// that a bad one fails at once (created here for a shard, whose state is written into it: the
+// result then holds only the summary).
+// `keep_examples`: the example sequences the pages draw are captured.
+std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const SpooledInput* spooled,
+                                          OutputDirectory* output, bool keep_examples) {
   if (options.batch_size < 1) throw InputError(fmt::format("--batch-size {}: must be at least 1", options.batch_size));
   if (options.ablation_sequences < 1) {
     throw InputError(fmt::format("--ablation-sequences {}: must be at least 1", options.ablation_sequences));
@@ -230,9 +248,13 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
   }
   check_shard_options(options);
   const c10::Device device = resolve_device(options.device);
-  OutputDirectory output(options.output_dir, options.force,
-                         {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path,
-                          options.examples_path});
+  std::optional<OutputDirectory> own_output;
+  if (output == nullptr && options.shard) {
+    own_output.emplace(options.output_dir, options.force,
+                       std::vector<std::string>{options.model_path, options.corpus_path, options.tokenizer_path,
+                                                options.idf_path, options.examples_path});
+    output = &*own_output;
+  }
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   if (options.threads > 0) torch::set_num_threads(options.threads);
@@ -261,7 +283,7 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
   if (options.ablation) state.objective = choose_ablation_objective(state);
   if (!options.examples_path.empty()) state.example_prompts = state.read_examples();
   state.classifiers.begin(state.shape, state.thresholds);
-  state.record_examples = state.shape.causal && (options.html || options.plots || options.shard);
+  state.record_examples = state.shape.causal && (keep_examples || options.shard);
   end_phase("shape");
   for (const auto& pass : make_passes(options)) {
     pass->run(state);
@@ -280,39 +302,116 @@ AnalysisSummary analyze(const AnalysisOptions& options, const SpooledInput* spoo
   const bool ablated = state.objective && !(options.shard && options.shard->index != 0);
   if (ablated) add_ablation_json(document, state);
   if (spooled != nullptr) document["corpus"]["path"] = "-";
+  auto result = std::make_shared<ScanResult::Impl>();
+  AnalysisSummary& summary = result->summary;
+  summary.layers = state.shape.layers;
+  summary.heads = state.shape.heads;
+  summary.sequences = state.corpus_summary.sequences;
+  summary.tokens = state.corpus_summary.tokens;
+  summary.seconds = run.seconds;
   if (options.shard) {
     capture_examples_if_needed(state);
-    save_shard_state(state, document, pass_warnings, run, output);
-    output.commit();
+    save_shard_state(state, document, pass_warnings, run, *output);
+    output->commit();
     // The counts' warnings are the merge's, over the whole corpus.
-    AnalysisSummary summary = summarize(state, run.seconds, pass_warnings, output);
+    summary.warnings = pass_warnings;
+    summary.warnings.insert(summary.warnings.end(), output->notes().begin(), output->notes().end());
+    summary.output_dir = options.output_dir;
     summary.shard_state = true;
-    return summary;
+    return result;
   }
-  write_reports(state, document, output);
-  end_phase("reports");
-  set_run(document, run);
-  write_json_file(document, output.staging() / "heads.json");
-  write_heads_csv(document, output.staging() / "heads.csv");
-  write_kv_plan_files(document, output.staging() / "kv_plan");
-  output.commit();
-
-  AnalysisSummary summary = summarize(state, run.seconds, state.warnings, output);
+  if (keep_examples) capture_examples_if_needed(state);
+  result->corpus_examples = std::move(state.corpus_examples);
+  result->probe_examples = std::move(state.probe_examples);
+  result->idf_text = state.frequencies->text(*state.text.tokenizer);
+  result->run = run;
+  result->inputs = {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path,
+                    options.examples_path};
+  summary.warnings = state.warnings;
   for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
   if (state.objective) summary.findings = ablation_findings(document);
+  result->document = std::move(document);
+  return result;
+}
+
+// The report directory of `result` into `output`'s staging directory: idf.txt, the HTML pages and
+// PNG plots, then heads.json (with their time), heads.csv and kv_plan/.
+void write_report(ScanResult::Impl& result, const OutputDirectory& output, const ReportOptions& parts) {
+  const auto start = std::chrono::steady_clock::now();
+  write_text_file(output.staging() / "idf.txt", result.idf_text);
+  if (parts.html || parts.plots) {
+    headscan::write_reports(output.staging(), result.document, result.corpus_examples, result.probe_examples, parts);
+  }
+  RunSummary run = result.run;
+  run.phases.emplace_back("reports", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  set_run(result.document, run);
+  write_json_file(result.document, output.staging() / "heads.json");
+  write_heads_csv(result.document, output.staging() / "heads.csv");
+  write_kv_plan_files(result.document, output.staging() / "kv_plan");
+}
+
+AnalysisSummary saved_summary(const ScanResult::Impl& result, const OutputDirectory& output,
+                              const std::string& output_dir) {
+  AnalysisSummary summary = result.summary;
+  summary.output_dir = output_dir;
+  summary.warnings.insert(summary.warnings.end(), output.notes().begin(), output.notes().end());
   return summary;
+}
+
+// The command line's run: the report directory is opened before the run, so that a bad one fails
+// at once, and written after it.
+AnalysisSummary analyze_into_directory(const AnalysisOptions& options, const SpooledInput* spooled) {
+  if (options.shard) return analyze(options, spooled, nullptr, false)->summary;
+  check_shard_options(options);
+  OutputDirectory output(options.output_dir, options.force,
+                         {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path,
+                          options.examples_path});
+  const std::shared_ptr<ScanResult::Impl> result = analyze(options, spooled, &output, options.html || options.plots);
+  write_report(*result, output, ReportOptions{options.html, options.plots});
+  output.commit();
+  return saved_summary(*result, output, options.output_dir);
 }
 
 }  // namespace
 
+ScanResult::ScanResult(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+const nlohmann::ordered_json& ScanResult::document() const { return impl_->document; }
+std::string ScanResult::heads_csv() const { return headscan::heads_csv(impl_->document); }
+const AnalysisSummary& ScanResult::summary() const { return impl_->summary; }
+
+ScanResult scan(const AnalysisOptions& given) {
+  AnalysisOptions options = given;
+  options.shard.reset();
+  try {
+    std::shared_ptr<ScanResult::Impl> result = analyze(options, nullptr, nullptr, true);
+    for (std::string& warning : result->summary.warnings) warning = named(options, warning);
+    name_stand_ins(options, result->document);
+    set_run(result->document, result->run);
+    return ScanResult(std::move(result));
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const InputError& e) {
+    throw InputError(named(options, e.what()));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(named(options, e.what()));
+  }
+}
+
+AnalysisSummary save_report(const ScanResult& result, const ReportTarget& target) {
+  OutputDirectory output(target.output_dir, target.force, result.impl_->inputs);
+  write_report(*result.impl_, output, ReportOptions{target.html, target.plots});
+  output.commit();
+  return saved_summary(*result.impl_, output, target.output_dir);
+}
+
 AnalysisSummary run_analysis(const AnalysisOptions& given) {
-  if (given.corpus_path != "-") return analyze(given, nullptr);
+  if (given.corpus_path != "-") return analyze_into_directory(given, nullptr);
   // "-": standard input, spooled once to a file that every pass can read.
   const SpooledInput spooled;
   AnalysisOptions options = given;
   options.corpus_path = spooled.path();
   try {
-    AnalysisSummary summary = analyze(options, &spooled);
+    AnalysisSummary summary = analyze_into_directory(options, &spooled);
     for (std::string& warning : summary.warnings) warning = spooled.named(warning);
     return summary;
   } catch (...) {

@@ -1,17 +1,32 @@
 #pragma once
-// The library's entry point: analyse a model over a corpus and write the report directory.
-// The command line fills AnalysisOptions and calls run_analysis(); nothing here prints to stdout.
+// The library's entry points: analyse a model over a corpus and write the report directory.
+// The command line fills AnalysisOptions and calls run_analysis(); the Python module calls scan()
+// and, for Report.save(), save_report(), the two halves of run_analysis(). Nothing here prints to
+// stdout.
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "analyzer/corpus/text_lines.h"
 
 namespace headscan {
+
+// How far the corpus pass has got, for a front end that draws its own progress (the Python
+// module's tqdm bar). Called after every batch and once more at the end (`final`).
+struct ProgressUpdate {
+  std::uint64_t done = 0;   // work done so far, in `unit`
+  std::uint64_t total = 0;  // the work of the pass, in `unit`
+  std::uint64_t tokens = 0; // tokens analysed so far
+  const char* unit = "";    // "bytes" (of the corpus file) or "sequences" (with max_sequences)
+  bool final = false;
+};
 
 struct AnalysisOptions {
   std::string model_path;
@@ -36,7 +51,16 @@ struct AnalysisOptions {
   // --shard I/N: analyse the I-th of N slices of the corpus and write the shard's state for
   // `headscan merge` (analyzer/run/shard_state.h) instead of a report.
   std::optional<CorpusSlice> shard;
-  bool progress = true;                   // progress on stderr
+  bool progress = true;                   // progress on stderr (or through on_progress)
+  // For front ends other than the command line. A model or corpus given otherwise than as a file
+  // (a live module, a list of strings) reaches the run as a temporary file: `model_name` and
+  // `corpus_name` stand for it in heads.json and in every message (empty: the path itself).
+  std::string model_name;
+  std::string corpus_name;
+  std::function<void(const ProgressUpdate&)> on_progress;  // set: progress goes here, not to stderr
+  // Called before every forward call and every corpus document; throws Interrupted (errors.h) to
+  // stop the run, which then ends with that exception and writes nothing.
+  std::function<void()> check_interrupt;
   bool html = true;                       // index.html and per-head pages
   bool plots = true;                      // PNG plots
 };
@@ -55,6 +79,44 @@ struct AnalysisSummary {
 };
 
 // Throws InputError for bad input (exit 2) and other exceptions for failures while running.
+// scan() and save_report() in a row; with options.shard, the shard's state instead of a report.
 AnalysisSummary run_analysis(const AnalysisOptions& options);
+
+// Where save_report() writes a report, and which parts (--no-html, --no-plots).
+struct ReportTarget {
+  std::string output_dir = "headscan-report";
+  bool force = false;  // replace an earlier report there (never the user's other files)
+  bool html = true;
+  bool plots = true;
+};
+
+// A finished analysis in memory: heads.json's document and what the report's pages and plots are
+// drawn from. The model is released; copies share one state.
+class ScanResult {
+ public:
+  // heads.json; its "run" holds the report phase's time once a report was saved.
+  const nlohmann::ordered_json& document() const;
+  // heads.csv's text (reports/heads_csv.h).
+  std::string heads_csv() const;
+  // The run's numbers and warnings, as run_analysis returns them (output_dir empty until saved).
+  const AnalysisSummary& summary() const;
+
+  struct Impl;
+  explicit ScanResult(std::shared_ptr<Impl> impl);
+
+ private:
+  friend AnalysisSummary save_report(const ScanResult& result, const ReportTarget& target);
+  std::shared_ptr<Impl> impl_;
+};
+
+// The analysis without its report: options.output_dir, force, html, plots and shard are not read
+// (the example sequences the pages draw are kept either way). Throws as run_analysis does.
+ScanResult scan(const AnalysisOptions& options);
+
+// Writes the report directory of `result` (heads.json, heads.csv, idf.txt, kv_plan/, the HTML
+// pages and PNG plots) exactly as run_analysis does, into a staging directory swapped into place
+// (analyzer/run/output_dir.h): InputError when the target holds something else or one of the
+// run's inputs. Returns the summary with output_dir set and the directory's notes as warnings.
+AnalysisSummary save_report(const ScanResult& result, const ReportTarget& target);
 
 }  // namespace headscan

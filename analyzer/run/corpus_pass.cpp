@@ -26,7 +26,7 @@ class CorpusPass : public Pass {
     Batcher batcher(batch_size, state.pads(), batch_size * kBufferedBatches);
     const bool by_sequences = options.max_sequences > 0;
     Progress progress(options.progress, by_sequences ? options.max_sequences : reader.total_bytes(),
-                      by_sequences ? "sequences" : "corpus");
+                      by_sequences ? "sequences" : "corpus", options.on_progress, by_sequences ? "sequences" : "bytes");
     std::int64_t queued = 0;
     std::int64_t batch_index = 0;
     auto run_batches = [&](const std::vector<std::vector<Sequence>>& batches) {

@@ -19,8 +19,11 @@ std::string format_duration(double seconds) {
 
 }  // namespace
 
-Progress::Progress(bool enabled, std::uint64_t total, std::string unit_name)
-    : enabled_(enabled),
+Progress::Progress(bool enabled, std::uint64_t total, std::string unit_name,
+                   std::function<void(const ProgressUpdate&)> callback, const char* unit)
+    : callback_(std::move(callback)),
+      unit_(unit),
+      enabled_(enabled),
       terminal_(isatty(STDERR_FILENO) != 0),
       total_(std::max<std::uint64_t>(total, 1)),
       unit_name_(std::move(unit_name)),
@@ -29,6 +32,10 @@ Progress::Progress(bool enabled, std::uint64_t total, std::string unit_name)
 
 void Progress::update(std::uint64_t done, std::uint64_t tokens) {
   if (!enabled_) return;
+  if (callback_) {
+    callback_(ProgressUpdate{std::min(done, total_), total_, tokens, unit_, false});
+    return;
+  }
   const double fraction = std::min(1.0, static_cast<double>(done) / static_cast<double>(total_));
   if (terminal_) {
     const auto now = std::chrono::steady_clock::now();
@@ -46,6 +53,10 @@ void Progress::update(std::uint64_t done, std::uint64_t tokens) {
 
 void Progress::finish(std::uint64_t tokens) {
   if (!enabled_) return;
+  if (callback_) {
+    callback_(ProgressUpdate{total_, total_, tokens, unit_, true});
+    return;
+  }
   draw(1.0, tokens, true);
 }
 

@@ -48,6 +48,7 @@ bool RunState::read_document(DocumentReader& documents, std::vector<Sequence>& s
   const Tokenizer& tokenizer = *text.tokenizer;
   Document document;
   while (documents.next(document)) {
+    if (options.check_interrupt) options.check_interrupt();
     std::vector<Token> tokens;
     DocumentFrequencies* count_whole = counted;  // null once counted in pieces
     if (!document.more && document.text.size() <= kLongLineBytes) {
@@ -149,6 +150,7 @@ bool RunState::pads() const { return model->takes_attention_mask() || shape.caus
 ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                                 std::int64_t batch_index, std::vector<ExampleSequence>* examples,
                                 ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit) {
+  if (options.check_interrupt) options.check_interrupt();
   ClassifierSet& observers = target != nullptr ? *target : classifiers;
   const BatchTensors tensors = to_tensors(batch, pad_id, idf_table, model->device());
   std::vector<const SequenceWords*> words;

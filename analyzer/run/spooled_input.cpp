@@ -58,6 +58,8 @@ std::string SpooledInput::named(std::string text) const {
 void SpooledInput::rethrow_named() const {
   try {
     throw;
+  } catch (const Interrupted&) {
+    throw;
   } catch (const InputError& e) {
     throw InputError(named(e.what()));
   } catch (const std::exception& e) {

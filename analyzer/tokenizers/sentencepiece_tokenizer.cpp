@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "analyzer/errors.h"
+#include "analyzer/resources.h"
 #include "analyzer/tokenizers/sentencepiece_shim/sentencepiece_shim.h"
 #include "analyzer/tokenizers/unicode.h"
 
@@ -36,12 +37,14 @@ struct SentencePieceLibrary {
 #endif
 constexpr int kDeepBind = HEADSCAN_SENTENCEPIECE_DEEPBIND ? RTLD_DEEPBIND : 0;
 
-// Next to the executable (an installed headscan), else where the build put it.
+// Next to the executable (an installed headscan), beside the code (the wheel: resources.h), else
+// where the build put it.
 std::filesystem::path shim_path() {
   std::error_code error;
   const auto executable = std::filesystem::read_symlink("/proc/self/exe", error);
   const std::string name = std::filesystem::path(HEADSCAN_SENTENCEPIECE_SHIM).filename().string();
   if (!error && std::filesystem::exists(executable.parent_path() / name)) return executable.parent_path() / name;
+  if (std::filesystem::path installed = installed_file(name); !installed.empty()) return installed;
   return HEADSCAN_SENTENCEPIECE_SHIM;
 }
 

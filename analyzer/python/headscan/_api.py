@@ -1,0 +1,234 @@
+"""scan() and compare(): keyword options turned into the command line's flags, and the results."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+
+from . import _core
+
+# Options of the command line that are not scan()'s: where and what to write is Report.save()'s,
+# progress is scan(progress=…)'s, and a shard's state is not a report (use the command line).
+_NOT_SCAN_OPTIONS = {"output", "force", "no-html", "no-plots", "quiet", "shard"}
+# Keyword names that differ from their flag: thresholds={"name": value} is --threshold NAME=VALUE.
+_RENAMED = {"thresholds": "threshold"}
+
+
+def _flags(options: Mapping[str, Any]) -> list:
+    known = {name: (takes_value, repeatable) for name, takes_value, repeatable in _core.analysis_flags()}
+    flags = []
+    for keyword, value in options.items():
+        name = _RENAMED.get(keyword, keyword).replace("_", "-")
+        if name not in known or name in _NOT_SCAN_OPTIONS:
+            allowed = sorted(n.replace("-", "_") for n in known if n not in _NOT_SCAN_OPTIONS and n != "threshold")
+            raise TypeError(f"scan() got an unexpected keyword argument {keyword!r}; the options are "
+                            f"{', '.join(allowed + ['thresholds'])}")
+        takes_value, repeatable = known[name]
+        if value is None or value is False and not takes_value:
+            continue
+        if not takes_value:
+            if value is not True:
+                raise TypeError(f"{keyword}= takes True or False, not {value!r}")
+            flags.append("--" + name)
+            continue
+        if repeatable:
+            items = value.items() if isinstance(value, Mapping) else [tuple(str(v).split("=", 1)) for v in value]
+            for key, number in items:
+                flags += ["--" + name, f"{key}={number!r}" if isinstance(number, float) else f"{key}={number}"]
+            continue
+        if isinstance(value, bool):
+            raise TypeError(f"{keyword}= takes a value, not {value!r}")
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        elif isinstance(value, float):
+            value = repr(value)
+        elif not isinstance(value, (str, int)):
+            value = str(value).removeprefix("torch.")  # dtype=torch.bfloat16
+        flags += ["--" + name, str(value)]
+    return flags
+
+
+def _tqdm_progress() -> Optional[Callable]:
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    bar = None
+    started = time.time()
+
+    def update(done: int, total: int, tokens: int, unit: str, final: bool) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="B" if unit == "bytes" else " sequences", unit_scale=unit == "bytes",
+                       desc="headscan")
+            bar.start_t = started  # the rate and ETA count from the scan's start
+        bar.n = done
+        bar.set_postfix(tokens=tokens, refresh=False)
+        bar.refresh()
+        if final:
+            bar.close()
+
+    return update
+
+
+def _warn(messages: Sequence[str]) -> None:
+    from . import HeadscanWarning
+
+    for message in messages:
+        warnings.warn(message, HeadscanWarning, stacklevel=3)
+
+
+def _read_csv(text: str):
+    """A CSV of the core: a pandas DataFrame as pandas.read_csv reads the file, else a list of dicts
+    (numbers as numbers, empty fields as None)."""
+    try:
+        import pandas
+    except ImportError:
+        def value(field: str):
+            if field == "":
+                return None
+            for kind in (int, float):
+                try:
+                    return kind(field)
+                except ValueError:
+                    pass
+            return field
+        return [{key: value(field) for key, field in row.items()} for row in csv.DictReader(io.StringIO(text))]
+    return pandas.read_csv(io.StringIO(text))
+
+
+class Report:
+    """The result of scan(): heads.json (``json``), heads.csv (``heads``) and ``save()``."""
+
+    def __init__(self, result: "_core.ScanResult"):
+        self._result = result
+        self.json: dict = json.loads(result.heads_json())
+        summary = result.summary()
+        self.warnings: list = summary["warnings"]
+        self.findings: list = summary["findings"]
+
+    @property
+    def heads(self):
+        """One row per head with exactly heads.csv's columns: a pandas DataFrame (a list of dicts
+        without pandas)."""
+        return _read_csv(self._result.heads_csv())
+
+    def save(self, directory: Union[str, os.PathLike], *, force: bool = False, html: bool = True,
+             plots: bool = True) -> Path:
+        """Writes the report directory as the command line does: heads.json, heads.csv, idf.txt,
+        kv_plan/, the HTML pages and the PNG plots. ``force`` replaces an earlier report there."""
+        summary = self._result.save(os.fspath(directory), force, html, plots)
+        self.json = json.loads(self._result.heads_json())  # its "run" now holds the report phase
+        _warn(summary["warnings"][len(self.warnings):])
+        return Path(directory)
+
+    def _repr_html_(self) -> str:
+        png = base64.b64encode(self._result.head_map_png()).decode("ascii")
+        model = self.json["model"]
+        corpus = self.json["corpus"]
+        counts = {}
+        for head in self.json["heads"]:
+            counts[head["primary"]] = counts.get(head["primary"], 0) + 1
+        labels = ", ".join(f"{count} {label}" for label, count in sorted(counts.items(), key=lambda x: -x[1]))
+        return (f"<div><p><b>headscan</b>: {html.escape(str(model.get('name') or model['path']))}, "
+                f"{model['layers']} layers × {model['heads']} heads, {corpus['sequences']} sequences "
+                f"({corpus['tokens']} tokens). Primary labels: {html.escape(labels)}</p>"
+                f"<img alt='heads by primary label' src='data:image/png;base64,{png}'></div>")
+
+    def __repr__(self) -> str:
+        model = self.json["model"]
+        return f"<headscan.Report {model['path']}: {model['layers']} layers x {model['heads']} heads>"
+
+
+def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress: Union[bool, Callable] = True,
+         metadata: Optional[Mapping[str, Any]] = None, **options: Any) -> Report:
+    """Analyses ``model`` over ``corpus`` and returns the :class:`Report`.
+
+    ``model``: the path of a TorchScript archive, or a live ``torch.jit.ScriptModule`` (what
+    ``torch.jit.trace`` returns; ``metadata`` is then its headscan.json, e.g.
+    ``{"causal": True}``, and ``tokenizer`` may be a ``tokenizers.Tokenizer`` or a fast
+    transformers tokenizer). ``corpus``: a path (text, .jsonl, .conllu, compressed) or an iterable of
+    strings, one document each. ``options``: the command line's, by name (``max_length``,
+    ``batch_size``, ``ablation``, ``thresholds={"previous_token": 0.6}``, ``device``, ``dtype``,
+    ``examples``, ``tokenizer``, ``parser``, …) with its defaults. ``progress``: a tqdm bar when
+    tqdm is installed, False for none, or a function of (done, total, tokens, unit, final).
+
+    Raises InputError where the command line exits 2 and RunError where it exits 1, with its
+    messages; KeyboardInterrupt (Ctrl-C) stops the run.
+    """
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
+    if isinstance(corpus, os.PathLike):
+        corpus = os.fspath(corpus)
+    tokenizer_json = ""
+    tokenizer = options.get("tokenizer")
+    if tokenizer is not None and not isinstance(tokenizer, (str, os.PathLike)):
+        # A tokenizers.Tokenizer, or a transformers fast tokenizer: its tokenizer.json goes into the
+        # live module's archive.
+        backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+        if not hasattr(backend, "to_str"):
+            raise TypeError(f"tokenizer= takes a path, a tokenizers.Tokenizer or a fast transformers tokenizer, "
+                            f"not {type(tokenizer).__name__}")
+        tokenizer_json = backend.to_str()
+        options = {key: value for key, value in options.items() if key != "tokenizer"}
+    callback = progress if callable(progress) else (_tqdm_progress() if progress else None)
+    result = _core.scan(model, corpus, _flags(options), callback, json.dumps(dict(metadata)) if metadata else "",
+                        tokenizer_json)
+    report = Report(result)
+    _warn(report.warnings)
+    return report
+
+
+class Comparison:
+    """The result of compare(): compare.json (``json``), compare.csv (``table``) and ``save()``."""
+
+    def __init__(self, result: "_core.CompareResult"):
+        self._result = result
+        self.json: dict = json.loads(result.compare_json())
+        self.summary: dict = result.summary()
+
+    @property
+    def table(self):
+        """compare.csv: a pandas DataFrame (a list of dicts without pandas)."""
+        return _read_csv(self._result.compare_csv())
+
+    def save(self, directory: Union[str, os.PathLike], *, force: bool = False, html: bool = True,
+             plots: bool = True) -> Path:
+        """Writes compare.json, compare.csv and the comparison's report as ``headscan compare`` does."""
+        summary = self._result.save(os.fspath(directory), force, html, plots)
+        _warn(summary["warnings"][len(self.summary["warnings"]):])
+        return Path(directory)
+
+    def _repr_html_(self) -> str:
+        summary = self.summary
+        return (f"<div><p><b>headscan compare</b>: {summary['runs']} runs of {summary['layers']} layers × "
+                f"{summary['heads']} heads: {html.escape(', '.join(summary['order']))}; "
+                f"{summary['changed_heads']} heads changed their primary label; best induction score above 0.5 "
+                f"from {html.escape(summary['induction_formed'] or 'no run')}.</p></div>")
+
+
+def compare(runs: Sequence[Union[Report, str, os.PathLike]], *, scores: Optional[Sequence[str]] = None,
+            steps: Optional[Sequence[int]] = None) -> Comparison:
+    """Puts reports side by side as ``headscan compare`` does: each run a :class:`Report` or the path
+    of a report directory (or its heads.json). ``scores`` and ``steps`` are ``--scores`` and
+    ``--steps``."""
+    inputs = []
+    for index, run in enumerate(runs):
+        if isinstance(run, Report):
+            model = run.json["model"]
+            name = str(model.get("name") or Path(str(model["path"])).stem or f"run {index}")
+            inputs.append((name, run._result.heads_json()))
+        else:
+            inputs.append((os.fspath(run), None))
+    result = _core.compare(inputs, list(scores or []), [int(step) for step in steps or []])
+    comparison = Comparison(result)
+    _warn(comparison.summary["warnings"])
+    return comparison

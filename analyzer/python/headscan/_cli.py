@@ -1,0 +1,24 @@
+"""The console script ``headscan``: the command line the wheel carries (headscan/bin/headscan), run
+in this process's place with the same arguments, so that its exit codes and output are the CLI's."""
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+
+def main() -> None:
+    executable = Path(__file__).resolve().parent / "bin" / "headscan"
+    # The binary finds LibTorch in the torch beside it in site-packages (its RPATH); torch
+    # installed elsewhere on sys.path (a venv with --system-site-packages, a user site) is found
+    # here, without importing it.
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.submodule_search_locations:
+        torch_lib = os.path.join(next(iter(spec.submodule_search_locations)), "lib")
+        paths = [torch_lib] + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
+        os.environ["LD_LIBRARY_PATH"] = os.pathsep.join(paths)
+    os.execv(executable, [str(executable), *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    main()

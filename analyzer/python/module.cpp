@@ -1,0 +1,327 @@
+// headscan._core: the Python module's bridge to the library, a front end beside the command line
+// (analyzer/cli). Built with the pybind11 that torch ships, so that torch's own type casters take
+// a live torch.jit.ScriptModule. scan() takes the command line's flags (analysis_command.h), so
+// both front ends share one set of options, defaults, checks and messages; the Python package
+// (headscan/__init__.py) only turns keyword arguments into those flags.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <pybind11/gil_safe_call_once.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/jit/python/module_python.h>
+#include <torch/script.h>
+
+#include "analyzer/cli/analysis_command.h"
+#include "analyzer/errors.h"
+#include "analyzer/model/model.h"
+#include "analyzer/run/analysis.h"
+#include "analyzer/run/compare_command.h"
+#include "reports/plots.h"
+#include "reports/report_data.h"
+
+namespace py = pybind11;
+
+namespace headscan {
+namespace {
+
+std::string type_name(py::handle object) { return py::str(py::type::handle_of(object).attr("__name__")); }
+
+// A temporary file in $TMPDIR (else /tmp) standing in for what the user gave (a live module, an
+// iterable of strings), removed when it dies.
+class StandIn {
+ public:
+  StandIn(const char* stem, const char* suffix) {
+    const char* directory = std::getenv("TMPDIR");
+    path_ = fmt::format("{}/headscan-{}-XXXXXX{}", directory != nullptr && *directory != '\0' ? directory : "/tmp",
+                        stem, suffix);
+    const int fd = mkstemps(path_.data(), static_cast<int>(std::strlen(suffix)));
+    if (fd < 0) {
+      throw std::runtime_error(fmt::format("cannot create a temporary file {} ({})", path_, std::strerror(errno)));
+    }
+    close(fd);
+  }
+  ~StandIn() { unlink(path_.c_str()); }
+  StandIn(const StandIn&) = delete;
+  StandIn& operator=(const StandIn&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// What a Python callback raised while the run went on without the GIL: kept, the run stopped with
+// Interrupted, and raised again once the run has unwound.
+struct PendingPythonError {
+  std::optional<py::error_already_set> error;
+
+  [[noreturn]] void stop(py::error_already_set&& raised) {
+    error = std::move(raised);
+    throw Interrupted();
+  }
+  [[noreturn]] void raise() {
+    if (error) throw std::move(*error);
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+};
+
+// A live ScriptModule saved as the archive the command line would load (torch.jit.save), with
+// `metadata` as its extra/headscan.json and `tokenizer_json` as its extra/tokenizer.json: both front ends then load one way, and scan() on the
+// module equals the command line on the module saved.
+std::unique_ptr<StandIn> save_module(const torch::jit::Module& module, const std::string& metadata,
+                                     const std::string& tokenizer_json) {
+  auto file = std::make_unique<StandIn>("module", ".pt");
+  torch::jit::ExtraFilesMap extra;
+  if (!metadata.empty()) extra["headscan.json"] = metadata;
+  if (!tokenizer_json.empty()) extra["tokenizer.json"] = tokenizer_json;
+  try {
+    module.save(file->path(), extra);
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("cannot save the module for the analysis ({}); save it with torch.jit.save and "
+                                 "give the file's path",
+                                 e.what()));
+  }
+  return file;
+}
+
+// The documents of an iterable of strings, one JSON Lines object each ({"text": …}), so that a
+// document may hold line breaks.
+std::unique_ptr<StandIn> spool_documents(const py::iterable& documents) {
+  auto file = std::make_unique<StandIn>("corpus", ".jsonl");
+  std::ofstream out(file->path(), std::ios::binary);
+  std::size_t index = 0;
+  for (const py::handle item : documents) {
+    if (!py::isinstance<py::str>(item)) {
+      throw InputError(fmt::format("corpus item {} is a {}, expected a str: give a path, or an iterable of strings "
+                                   "(one document each)",
+                                   index, type_name(item)));
+    }
+    out << nlohmann::json{{"text", item.cast<std::string>()}}.dump() << '\n';
+    ++index;
+  }
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("cannot write the corpus to {}", file->path()));
+  return file;
+}
+
+py::dict summary_dict(const AnalysisSummary& summary) {
+  py::dict result;
+  result["output_dir"] = summary.output_dir;
+  result["layers"] = summary.layers;
+  result["heads"] = summary.heads;
+  result["sequences"] = summary.sequences;
+  result["tokens"] = summary.tokens;
+  result["seconds"] = summary.seconds;
+  result["label_counts"] = summary.label_counts;
+  result["findings"] = summary.findings;
+  result["warnings"] = summary.warnings;
+  return result;
+}
+
+py::dict compare_summary_dict(const CompareSummary& summary) {
+  py::dict result;
+  result["output_dir"] = summary.output_dir;
+  result["runs"] = summary.runs;
+  result["layers"] = summary.layers;
+  result["heads"] = summary.heads;
+  result["order"] = summary.order;
+  result["induction_formed"] = summary.induction_formed;
+  result["gap_formed"] = summary.gap_formed;
+  result["changed_heads"] = summary.changed_heads;
+  result["seconds"] = summary.seconds;
+  result["warnings"] = summary.warnings;
+  return result;
+}
+
+// scan(model, corpus, flags, progress, metadata, tokenizer_json): `model` a path or a
+// ScriptModule, `corpus` a path or an iterable of strings, `flags` the command line's
+// ("--max-length", "128", …), `progress` None or called as progress(done, total, tokens, unit,
+// final); `metadata` and `tokenizer_json` go into a live module's archive.
+ScanResult scan_from_python(const py::object& model, const py::object& corpus, const std::vector<std::string>& flags,
+                            const py::object& progress, const std::string& metadata,
+                            const std::string& tokenizer_json) {
+  std::unique_ptr<StandIn> model_file;
+  std::unique_ptr<StandIn> corpus_file;
+  std::vector<std::string> args{"headscan"};
+  std::string model_name;
+  std::string corpus_name;
+  if (const std::optional<torch::jit::Module> module = torch::jit::as_module(model)) {
+    model_file = save_module(*module, metadata, tokenizer_json);
+    args.push_back(model_file->path());
+    model_name = fmt::format("<{}>", module->type()->name() ? module->type()->name()->name() : "ScriptModule");
+  } else if (py::isinstance<py::str>(model)) {
+    if (!metadata.empty() || !tokenizer_json.empty()) {
+      throw InputError("metadata= and a tokenizer object are for a live module; an archive brings its own "
+                       "extra/headscan.json and extra/tokenizer.json (or give tokenizer= a file's path)");
+    }
+    args.push_back(model.cast<std::string>());
+  } else {
+    throw InputError(fmt::format("model is a {}: give the path of a TorchScript archive or a torch.jit.ScriptModule "
+                                 "(what torch.jit.trace or torch.jit.script returns)",
+                                 type_name(model)));
+  }
+  if (py::isinstance<py::str>(corpus)) {
+    args.push_back(corpus.cast<std::string>());
+  } else if (py::isinstance<py::iterable>(corpus) && !py::isinstance<py::bytes>(corpus)) {
+    for (const std::string& flag : flags) {
+      if (flag == "--text-field") {
+        throw InputError("text_field= names a field of a .jsonl corpus file; a corpus of strings has no fields");
+      }
+    }
+    corpus_file = spool_documents(corpus);
+    args.push_back(corpus_file->path());
+    corpus_name = fmt::format("<{}>", type_name(corpus));
+  } else {
+    throw InputError(fmt::format("corpus is a {}: give a path or an iterable of strings (one document each)",
+                                 type_name(corpus)));
+  }
+  args.insert(args.end(), flags.begin(), flags.end());
+
+  AnalysisCommand command;
+  command.parse(args);
+  AnalysisOptions options = command.finish();
+  options.model_name = model_name;
+  options.corpus_name = corpus_name;
+  PendingPythonError pending;
+  const py::object* progress_callback = progress.is_none() ? nullptr : &progress;
+  options.progress = progress_callback != nullptr;
+  if (progress_callback != nullptr) {
+    options.on_progress = [progress_callback, &pending](const ProgressUpdate& update) {
+      const py::gil_scoped_acquire acquire;
+      try {
+        (*progress_callback)(update.done, update.total, update.tokens, update.unit, update.final);
+      } catch (py::error_already_set& e) {
+        pending.stop(std::move(e));
+      }
+    };
+  }
+  // Ctrl-C: Python's handler only notes the signal while the run holds no GIL; it runs here, at
+  // most every 50 ms, between batches and documents.
+  auto last_check = std::chrono::steady_clock::now();
+  options.check_interrupt = [&pending, &last_check] {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_check < std::chrono::milliseconds(50)) return;
+    last_check = now;
+    const py::gil_scoped_acquire acquire;
+    if (PyErr_CheckSignals() != 0) pending.stop(py::error_already_set());
+  };
+  try {
+    const py::gil_scoped_release release;
+    return scan(options);
+  } catch (const Interrupted&) {
+    pending.raise();
+  }
+}
+
+// heads.png of the report (the layer × head map by primary label), as PNG bytes.
+py::bytes head_map_png(const ScanResult& result) {
+  const StandIn file("heads", ".png");
+  {
+    const py::gil_scoped_release release;
+    plot_label_map(read_report_data(result.document()), file.path());
+  }
+  std::ifstream in(file.path(), std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return py::bytes(bytes.str());
+}
+
+}  // namespace
+}  // namespace headscan
+
+PYBIND11_MODULE(_core, m) {
+  using namespace headscan;
+  m.doc() = "headscan's C++ core (the Python package headscan wraps it)";
+  m.attr("__version__") = HEADSCAN_VERSION;
+  m.attr("libtorch") = libtorch_description();
+
+  // Exit code 2 of the command line: bad input or usage; exit code 1: a failure while running.
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> input_error;
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> run_error;
+  input_error.call_once_and_store_result(
+      [&m] { return py::exception<InputError>(m, "InputError", PyExc_ValueError); });
+  run_error.call_once_and_store_result(
+      [&m] { return py::exception<std::runtime_error>(m, "RunError", PyExc_RuntimeError); });
+  py::register_exception_translator([](std::exception_ptr raised) {
+    try {
+      if (raised) std::rethrow_exception(raised);
+    } catch (const py::error_already_set&) {
+      throw;
+    } catch (const py::builtin_exception&) {
+      throw;
+    } catch (const InputError& e) {
+      PyErr_SetString(input_error.get_stored().ptr(), e.what());
+    } catch (const Interrupted&) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& e) {
+      PyErr_SetString(run_error.get_stored().ptr(), e.what());
+    }
+  });
+
+  m.def("analysis_flags", [] {
+    AnalysisCommand command;
+    std::vector<py::tuple> flags;
+    for (const AnalysisCommand::Flag& flag : command.flags()) {
+      flags.push_back(py::make_tuple(flag.name, flag.takes_value, flag.repeatable));
+    }
+    return flags;
+  }, "The command line's analysis options: (long name, takes a value, repeatable).");
+
+  py::class_<ScanResult>(m, "ScanResult")
+      .def("heads_json", [](const ScanResult& result) { return result.document().dump(2); })
+      .def("heads_csv", &ScanResult::heads_csv)
+      .def("summary", [](const ScanResult& result) { return summary_dict(result.summary()); })
+      .def("head_map_png", &head_map_png)
+      .def("save", [](const ScanResult& result, const std::string& output_dir, bool force, bool html, bool plots) {
+        AnalysisSummary summary;
+        {
+          const py::gil_scoped_release release;
+          summary = save_report(result, ReportTarget{output_dir, force, html, plots});
+        }
+        return summary_dict(summary);
+      }, py::arg("output_dir"), py::arg("force"), py::arg("html"), py::arg("plots"));
+
+  m.def("scan", &scan_from_python, py::arg("model"), py::arg("corpus"), py::arg("flags"), py::arg("progress"),
+        py::arg("metadata"), py::arg("tokenizer_json"));
+
+  py::class_<CompareResult>(m, "CompareResult")
+      .def("compare_json", [](const CompareResult& result) { return result.document().dump(2); })
+      .def("compare_csv", &CompareResult::csv)
+      .def("summary", [](const CompareResult& result) { return compare_summary_dict(result.summary()); })
+      .def("save", [](const CompareResult& result, const std::string& output_dir, bool force, bool html, bool plots) {
+        CompareSummary summary;
+        {
+          const py::gil_scoped_release release;
+          summary = save_compare(result, output_dir, force, html, plots);
+        }
+        return compare_summary_dict(summary);
+      }, py::arg("output_dir"), py::arg("force"), py::arg("html"), py::arg("plots"));
+
+  // compare(runs, scores, steps): `runs` holds (name or path, heads.json text or None).
+  m.def("compare", [](const std::vector<std::pair<std::string, std::optional<std::string>>>& runs,
+                      const std::vector<std::string>& scores, const std::vector<std::int64_t>& steps) {
+    CompareOptions options;
+    options.scores = scores;
+    options.steps = steps;
+    std::vector<CompareInput> inputs;
+    for (const auto& [given, text] : runs) inputs.push_back(CompareInput{given, text});
+    const py::gil_scoped_release release;
+    return compare(options, inputs);
+  }, py::arg("runs"), py::arg("scores"), py::arg("steps"));
+}

@@ -1,0 +1,20 @@
+#include "analyzer/resources.h"
+
+#include <dlfcn.h>
+
+namespace headscan {
+
+std::filesystem::path installed_file(const std::string& relative) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&installed_file), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::error_code error;
+  const std::filesystem::path object = std::filesystem::canonical(info.dli_fname, error);
+  if (error) return {};
+  for (const std::filesystem::path& folder : {object.parent_path(), object.parent_path().parent_path()}) {
+    const std::filesystem::path candidate = folder / relative;
+    if (std::filesystem::exists(candidate, error)) return candidate;
+  }
+  return {};
+}
+
+}  // namespace headscan
