@@ -14,6 +14,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages=(
   cmake ninja-build g++ ccache pkg-config   # build tools
   python3 python3-venv                      # the virtual environment that holds torch (LibTorch)
+  python3-dev                               # the Python module's headers (analyzer/python)
   nlohmann-json3-dev                        # heads.json, tokenizer.json, headscan.json
   libfmt-dev                                # message formatting
   libcli11-dev                              # command-line options

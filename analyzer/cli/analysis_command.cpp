@@ -147,7 +147,8 @@ std::vector<AnalysisCommand::Flag> AnalysisCommand::flags() const {
     if (option->get_positional() || option->get_lnames().empty()) continue;
     const std::string& name = option->get_lnames().front();
     if (name == "help" || name == "version") continue;
-    flags.push_back(Flag{name, option->get_type_size() != 0, option->get_expected_max() > 1});
+    // A flag expects no value; --threshold, a vector, any number of them.
+    flags.push_back(Flag{name, option->get_expected_max() != 0, option->get_expected_max() > 1});
   }
   return flags;
 }

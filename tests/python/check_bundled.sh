@@ -69,6 +69,20 @@ print(f"check_bundled: the command line ran in a root with glibc, libstdc++ and 
       f"{inside['corpus']['parsed_sentences']} sentences parsed, heads.json as outside")
 PY
 
+# The SentencePiece support library (loaded at run time beside the code) and its bundled
+# libsentencepiece: a .model tokenizer trained here on the corpus tokenizes inside the root as
+# outside.
+if command -v spm_train >/dev/null; then
+  spm_train --input="$root/data/corpus.txt" --model_prefix="$root/data/spm" --vocab_size=60 --model_type=unigram \
+    --minloglevel=2 >/dev/null 2>&1
+  in_root "$binary" tokenize --tokenizer /data/spm.model /data/corpus.txt -q > "$work/spm-inside.jsonl"
+  "$binary" tokenize --tokenizer "$root/data/spm.model" "$root/data/corpus.txt" -q > "$work/spm-outside.jsonl"
+  cmp "$work/spm-inside.jsonl" "$work/spm-outside.jsonl"
+  echo "check_bundled: a SentencePiece tokenizer ran in the bare root as outside"
+else
+  echo "check_bundled: spm_train not installed (Debian's sentencepiece): SentencePiece not checked"
+fi
+
 # 2. The Python module, with the libraries Python's own extension modules need added.
 for module in "$python_home"/lib/python3*/lib-dynload/*.so; do
   ldd "$module" | awk '/=> \// {print $1}'

@@ -52,6 +52,17 @@ def test_scan_and_the_cli_write_the_same_report(tmp_path, corpus_file):
     report.save(saved, force=True)
 
 
+def test_ablation_runs_as_on_the_command_line(tmp_path, corpus_file):
+    flags = ["--ablation", "--ablation-sequences", "4", "--max-sequences", "12", "--parser", "none"]
+    run_cli(DEMO, corpus_file, "-o", tmp_path / "cli", "-q", *flags)
+    report = headscan.scan(DEMO, corpus_file, ablation=True, ablation_sequences=4, max_sequences=12, parser="none",
+                           progress=False)
+    assert without_run(report.json) == without_run(load_json(tmp_path / "cli" / "heads.json"))
+    assert report.json["ablation"]["sequences"] == 4 and report.findings
+    with pytest.raises(TypeError, match="takes True or False"):
+        headscan.scan(DEMO, corpus_file, ablation="yes")
+
+
 def test_a_live_traced_module_equals_its_saved_archive(tmp_path, demo_tokenizer, corpus_file):
     live = traced_toy()
     metadata = {"name": "toy", "causal": True, "max_length": 48}
@@ -179,6 +190,30 @@ def test_ctrl_c_stops_a_run(tmp_path, corpus_lines):
     out, err = child.communicate(timeout=60)
     assert child.returncode == 0, out + err
     assert out.startswith("interrupted after"), out + err
+
+
+def test_the_gil_is_free_while_the_model_runs(corpus_lines):
+    import threading
+    counted = 0
+    stop = threading.Event()
+
+    def count():
+        nonlocal counted
+        while not stop.is_set():
+            counted += 1
+
+    thread = threading.Thread(target=count)
+    thread.start()
+    try:
+        updates = []
+        headscan.scan(DEMO, corpus_lines * 20, parser="none", batch_size=1,
+                      progress=lambda *update: updates.append(counted))
+    finally:
+        stop.set()
+        thread.join()
+    # Python code ran between the progress calls, while the run held no GIL.
+    gains = [later - earlier for earlier, later in zip(updates, updates[1:])]
+    assert sum(1 for gain in gains if gain > 0) > len(gains) // 2
 
 
 def test_progress_reaches_a_callback(corpus_file):

@@ -72,9 +72,10 @@ def _tqdm_progress() -> Optional[Callable]:
             bar.start_t = started  # the rate and ETA count from the scan's start
         bar.n = done
         bar.set_postfix(tokens=tokens, refresh=False)
-        bar.refresh()
         if final:
             bar.close()
+        else:
+            bar.refresh()
 
     return update
 
