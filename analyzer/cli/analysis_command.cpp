@@ -39,14 +39,14 @@ AnalysisCommand::AnalysisCommand() : app_("headscan: label the attention heads o
                        wait_policy == nullptr ? "unset" : wait_policy);
   }));
   app_.footer("Subcommands: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
-             "the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
-             "document frequencies once, for --idf (headscan idf --help); headscan merge DIR... -o OUT combines the "
-             "shards of a --shard run into its report (headscan merge --help); headscan compare RUN... -o OUT puts reports "
-             "side by side, e.g. checkpoints across training (headscan compare --help).");
+              "the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
+              "document frequencies once, for --idf (headscan idf --help); headscan merge DIR... -o OUT combines the "
+              "shards of a --shard run into its report (headscan merge --help); headscan compare RUN... -o OUT puts reports "
+              "side by side, e.g. checkpoints across training (headscan compare --help).");
   app_.add_option("model", options_.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
   app_.add_option("corpus", options_.corpus_path,
-                 "text corpus, one document per line; a JSON Lines file (.jsonl), one object per document; or a "
-                 "CoNLL-U file (.conllu), one sentence per document")
+                  "text corpus, one document per line; a JSON Lines file (.jsonl), one object per document; or a "
+                  "CoNLL-U file (.conllu), one sentence per document")
       ->required();
   text_field_ =
       app_.add_option("--text-field", options_.text_field, "the document's field in a JSON Lines (.jsonl) corpus")
@@ -54,22 +54,22 @@ AnalysisCommand::AnalysisCommand() : app_("headscan: label the attention heads o
   app_.add_option("-o,--output", options_.output_dir, "report directory to create")->capture_default_str();
   app_.add_flag("--force", options_.force, "replace the output directory if it exists and is not empty");
   app_.add_option("--tokenizer", options_.tokenizer_path,
-                 "tokenizer.json or SentencePiece .model to use instead of the one inside the model");
+                  "tokenizer.json or SentencePiece .model to use instead of the one inside the model");
   app_.add_option("--threads", options_.threads, "CPU threads for LibTorch (0: all cores)")
       ->check(at_least(0))->capture_default_str();
   app_.add_option("--batch-size", options_.batch_size, "sequences per forward call")
       ->check(at_least(1))->capture_default_str();
   app_.add_option("--max-length", options_.max_length,
-                 "tokens per sequence, BOS included; longer lines are cut into windows "
-                 "(default: max_length of headscan.json, else 512)")
+                  "tokens per sequence, BOS included; longer lines are cut into windows "
+                  "(default: max_length of headscan.json, else 512)")
       ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
   app_.add_option("--dtype", options_.dtype,
-                 "cast the model's floating-point parameters to this dtype when loading it (default: run it in "
-                 "the dtype its archive holds); attention statistics are summed in float32 or wider either way")
+                  "cast the model's floating-point parameters to this dtype when loading it (default: run it in "
+                  "the dtype its archive holds); attention statistics are summed in float32 or wider either way")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   app_.add_option("--device", options_.device,
-                 "where the model, its attention and every statistic run: auto (the first GPU when LibTorch sees "
-                 "one, else the CPU), cpu, cuda (the first GPU) or cuda:N")
+                  "where the model, its attention and every statistic run: auto (the first GPU when LibTorch sees "
+                  "one, else the CPU), cpu, cuda (the first GPU) or cuda:N")
       ->capture_default_str();
   app_.add_option("--max-sequences", options_.max_sequences, "stop after this many sequences (0: whole corpus)")
       ->check(at_least(0))->capture_default_str();
@@ -79,37 +79,36 @@ AnalysisCommand::AnalysisCommand() : app_("headscan: label the attention heads o
                "causal evidence: head importance (gradients), the loss with each head removed, a pruning curve and "
                "the circuits of induction and duplicate-token heads");
   app_.add_option("--ablation-sequences", options_.ablation_sequences,
-                 "the first N sequences of the corpus are the set --ablation measures the loss on")
+                  "the first N sequences of the corpus are the set --ablation measures the loss on")
       ->check(at_least(1))->capture_default_str();
   app_.add_option("--threshold", thresholds_,
-                 "change a label threshold, NAME=VALUE (e.g. previous_token=0.6); repeatable")
+                  "change a label threshold, NAME=VALUE (e.g. previous_token=0.6); repeatable")
       ->type_name("NAME=VALUE");
   app_.add_option("--sink", sink_,
-                 "streaming heads and the KV-cache plan: the sink tokens a streaming cache keeps (default 4; the "
-                 "threshold streaming_sink)")
+                  "streaming heads and the KV-cache plan: the sink tokens a streaming cache keeps (default 4; the "
+                  "threshold streaming_sink)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 31));
   app_.add_option("--window", window_,
-                 "streaming heads and the KV-cache plan: the recent tokens a streaming cache keeps (default 64; the "
-                 "threshold streaming_window)")
+                  "streaming heads and the KV-cache plan: the recent tokens a streaming cache keeps (default 64; the "
+                  "threshold streaming_window)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31));
   app_.add_option("--examples", options_.examples_path,
-                 "a text file of prompts, one per line: the example sequences the report draws (up to 8), instead "
-                 "of the corpus's first lines; they do not count in any score")
+                  "a text file of prompts, one per line: the example sequences the report draws (up to 8), instead "
+                  "of the corpus's first lines; they do not count in any score")
       ->type_name("FILE");
   app_.add_option("--idf", options_.idf_path,
-                 "document frequencies of a reference corpus for rare-word heads (format: idf.txt of a report)");
+                  "document frequencies of a reference corpus for rare-word heads (format: idf.txt of a report)");
   app_.add_option("--parser", options_.parser,
-                 "dependency parser for syntactic heads on plain text: link-grammar (English) or none; a .conllu "
-                 "corpus brings its own trees")
+                  "dependency parser for syntactic heads on plain text: link-grammar (English) or none; a .conllu "
+                  "corpus brings its own trees")
       ->check(CLI::IsMember({"link-grammar", "none"}))->capture_default_str();
   app_.add_option("--shard", shard_,
-                 "analyse the I-th (from 0) of N slices of the corpus and write the shard's state to the output "
-                 "directory, for headscan merge; e.g. --shard ${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT}")
+                  "analyse the I-th (from 0) of N slices of the corpus and write the shard's state to the output "
+                  "directory, for headscan merge; e.g. --shard ${SLURM_ARRAY_TASK_ID}/${SLURM_ARRAY_TASK_COUNT}")
       ->type_name("I/N");
   app_.add_flag("--no-html", no_html_, "write no HTML pages");
   app_.add_flag("--no-plots", no_plots_, "write no PNG plots");
   app_.add_flag("-q,--quiet", quiet_, "no progress or summary output");
-
 }
 
 void AnalysisCommand::parse(std::vector<std::string> args) {

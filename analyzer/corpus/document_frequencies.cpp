@@ -3,8 +3,8 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <string_view>
 
 #include <fmt/format.h>

@@ -180,7 +180,7 @@ struct LinkGrammarParser::Impl {
 LinkGrammarParser::LinkGrammarParser() : impl_(std::make_unique<Impl>()) {
   const DiagnosticCapture capture;
   // The wheel's copy of the dictionaries (resources.h), else link-grammar's own search.
-  static const std::filesystem::path bundled = installed_file("share/link-grammar");
+  static const std::filesystem::path bundled = installed_file("share/headscan/link-grammar");
   if (!bundled.empty()) dictionary_set_data_dir(bundled.c_str());
   impl_->dictionary = dictionary_create_lang("en");
   if (impl_->dictionary == nullptr) {

@@ -2,10 +2,11 @@
 // (analyzer/cli). Built with the pybind11 that torch ships, so that torch's own type casters take
 // a live torch.jit.ScriptModule. scan() takes the command line's flags (analysis_command.h), so
 // both front ends share one set of options, defaults, checks and messages; the Python package
-// (headscan/__init__.py) only turns keyword arguments into those flags.
+// (headscan/_api.py) only turns keyword arguments into those flags.
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -80,8 +81,9 @@ struct PendingPythonError {
 };
 
 // A live ScriptModule saved as the archive the command line would load (torch.jit.save), with
-// `metadata` as its extra/headscan.json and `tokenizer_json` as its extra/tokenizer.json: both front ends then load one way, and scan() on the
-// module equals the command line on the module saved.
+// `metadata` as its extra/headscan.json and `tokenizer_json` as its extra/tokenizer.json: both
+// front ends then load one way, and scan() on the module equals the command line on the module
+// saved.
 std::unique_ptr<StandIn> save_module(const torch::jit::Module& module, const std::string& metadata,
                                      const std::string& tokenizer_json) {
   auto file = std::make_unique<StandIn>("module", ".pt");
@@ -154,48 +156,47 @@ py::dict compare_summary_dict(const CompareSummary& summary) {
 ScanResult scan_from_python(const py::object& model, const py::object& corpus, const std::vector<std::string>& flags,
                             const py::object& progress, const std::string& metadata,
                             const std::string& tokenizer_json) {
-  std::unique_ptr<StandIn> model_file;
-  std::unique_ptr<StandIn> corpus_file;
-  std::vector<std::string> args{"headscan"};
-  std::string model_name;
-  std::string corpus_name;
-  if (const std::optional<torch::jit::Module> module = torch::jit::as_module(model)) {
-    model_file = save_module(*module, metadata, tokenizer_json);
-    args.push_back(model_file->path());
-    model_name = fmt::format("<{}>", module->type()->name() ? module->type()->name()->name() : "ScriptModule");
-  } else if (py::isinstance<py::str>(model)) {
-    if (!metadata.empty() || !tokenizer_json.empty()) {
-      throw InputError("metadata= and a tokenizer object are for a live module; an archive brings its own "
-                       "extra/headscan.json and extra/tokenizer.json (or give tokenizer= a file's path)");
-    }
-    args.push_back(model.cast<std::string>());
-  } else {
+  // What was given, checked before anything is saved or read: a bad option must not use up the
+  // user's generator.
+  const std::optional<torch::jit::Module> module = torch::jit::as_module(model);
+  if (!module && !py::isinstance<py::str>(model)) {
     throw InputError(fmt::format("model is a {}: give the path of a TorchScript archive or a torch.jit.ScriptModule "
                                  "(what torch.jit.trace or torch.jit.script returns)",
                                  type_name(model)));
   }
-  if (py::isinstance<py::str>(corpus)) {
-    args.push_back(corpus.cast<std::string>());
-  } else if (py::isinstance<py::iterable>(corpus) && !py::isinstance<py::bytes>(corpus)) {
-    for (const std::string& flag : flags) {
-      if (flag == "--text-field") {
-        throw InputError("text_field= names a field of a .jsonl corpus file; a corpus of strings has no fields");
-      }
-    }
-    corpus_file = spool_documents(corpus);
-    args.push_back(corpus_file->path());
-    corpus_name = fmt::format("<{}>", type_name(corpus));
-  } else {
+  if (!module && (!metadata.empty() || !tokenizer_json.empty())) {
+    throw InputError("metadata= and a tokenizer object are for a live module; an archive brings its own "
+                     "extra/headscan.json and extra/tokenizer.json (or give tokenizer= a file's path)");
+  }
+  const bool corpus_is_path = py::isinstance<py::str>(corpus);
+  if (!corpus_is_path && (!py::isinstance<py::iterable>(corpus) || py::isinstance<py::bytes>(corpus))) {
     throw InputError(fmt::format("corpus is a {}: give a path or an iterable of strings (one document each)",
                                  type_name(corpus)));
   }
+  if (!corpus_is_path && std::find(flags.begin(), flags.end(), "--text-field") != flags.end()) {
+    throw InputError("text_field= names a field of a .jsonl corpus file; a corpus of strings has no fields");
+  }
+  // The command line's parser, with stand-ins' names for a live module and a corpus of strings
+  // (a .jsonl file, as the strings will be written).
+  std::vector<std::string> args{"headscan", module ? "module.pt" : model.cast<std::string>(),
+                                corpus_is_path ? corpus.cast<std::string>() : "corpus.jsonl"};
   args.insert(args.end(), flags.begin(), flags.end());
-
   AnalysisCommand command;
   command.parse(args);
   AnalysisOptions options = command.finish();
-  options.model_name = model_name;
-  options.corpus_name = corpus_name;
+
+  std::unique_ptr<StandIn> model_file;
+  std::unique_ptr<StandIn> corpus_file;
+  if (module) {
+    model_file = save_module(*module, metadata, tokenizer_json);
+    options.model_path = model_file->path();
+    options.model_name = fmt::format("<{}>", module->type()->name() ? module->type()->name()->name() : "ScriptModule");
+  }
+  if (!corpus_is_path) {
+    corpus_file = spool_documents(corpus);
+    options.corpus_path = corpus_file->path();
+    options.corpus_name = fmt::format("<{}>", type_name(corpus));
+  }
   PendingPythonError pending;
   const py::object* progress_callback = progress.is_none() ? nullptr : &progress;
   options.progress = progress_callback != nullptr;
@@ -256,7 +257,9 @@ PYBIND11_MODULE(_core, m) {
       [&m] { return py::exception<InputError>(m, "InputError", PyExc_ValueError); });
   run_error.call_once_and_store_result(
       [&m] { return py::exception<std::runtime_error>(m, "RunError", PyExc_RuntimeError); });
-  py::register_exception_translator([](std::exception_ptr raised) {
+  // Local: only this module's functions, not those of torch's bindings that share pybind11's
+  // internals with it.
+  py::register_local_exception_translator([](std::exception_ptr raised) {
     try {
       if (raised) std::rethrow_exception(raised);
     } catch (const py::error_already_set&) {

@@ -103,6 +103,7 @@ ItemBatch item_batch(const RunState& state, const std::vector<std::size_t>& indi
 at::Tensor logits_of(const RunState& state, const std::vector<std::size_t>& indices, const ItemBatch& batch,
                      const HeadScales& scales, const AttentionEdit* edit = nullptr) {
   const AttentionCallback ignore;
+  if (state.options.check_interrupt) state.options.check_interrupt();
   ForwardOutput output;
   try {
     output = state.model->forward(batch.tensors.ids, &batch.tensors.mask, ignore, &scales, edit);

@@ -20,11 +20,11 @@
 #include "analyzer/run/shard_run.h"
 #include "analyzer/run/spooled_input.h"
 #include "analyzer/tokenizers/piece_text.h"
-#include "reports/text.h"
 #include "heads/registry.h"
 #include "reports/heads_csv.h"
 #include "reports/heads_json.h"
 #include "reports/report_writer.h"
+#include "reports/text.h"
 
 namespace headscan {
 namespace {
@@ -139,6 +139,7 @@ nlohmann::ordered_json needle_json(const NeedleSummary& summary) {
 // A model that is not causal runs its example sequences again, each alone, once the passes are done;
 // so does any model for the prompts of --examples, which no classifier sees.
 void capture_examples_if_needed(RunState& state) {
+  if (state.options.check_interrupt) state.options.check_interrupt();
   if (!state.options.examples_path.empty()) {
     const bool shard_without_examples = state.options.shard && state.options.shard->index != 0;
     state.corpus_examples.clear();
@@ -201,6 +202,9 @@ struct ScanResult::Impl {
   std::string idf_text;             // idf.txt
   AnalysisSummary summary;          // output_dir empty
   std::vector<std::string> inputs;  // files a report directory must never replace (--force)
+  // From the end of the last pass to the end of the scan (heads.json's document, the examples):
+  // the start of the "reports" phase, which save_report ends.
+  double seconds_after_passes = 0;
 };
 
 namespace {
@@ -229,13 +233,8 @@ void name_stand_ins(const AnalysisOptions& options, nlohmann::ordered_json& valu
   }
 }
 
-// The analysis of a corpus that is a file, up to heads.json's document; `spooled` is standard
-// input's copy when the corpus is it. `output` is the report directory, opened before the run so
-// that a bad one fails at once (created here for a shard, whose state is written into it: the
-// result then holds only the summary).
-// `keep_examples`: the example sequences the pages draw are captured.
-std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const SpooledInput* spooled,
-                                          OutputDirectory* output, bool keep_examples) {
+// The options a run checks before it opens anything; the device the run will use.
+c10::Device check_run_options(const AnalysisOptions& options) {
   if (options.batch_size < 1) throw InputError(fmt::format("--batch-size {}: must be at least 1", options.batch_size));
   if (options.ablation_sequences < 1) {
     throw InputError(fmt::format("--ablation-sequences {}: must be at least 1", options.ablation_sequences));
@@ -247,7 +246,16 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
                                  options.threads, cores, cores));
   }
   check_shard_options(options);
-  const c10::Device device = resolve_device(options.device);
+  return resolve_device(options.device);
+}
+
+// The analysis of a corpus that is a file, up to heads.json's document, on `device`
+// (check_run_options); `spooled` is standard input's copy when the corpus is it. `output` is the
+// report directory, opened before the run so that a bad one fails at once (created here for a
+// shard, whose state is written into it: the result then holds only the summary).
+// `keep_examples`: the example sequences the pages draw are captured.
+std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const c10::Device& device,
+                                          const SpooledInput* spooled, OutputDirectory* output, bool keep_examples) {
   std::optional<OutputDirectory> own_output;
   if (output == nullptr && options.shard) {
     own_output.emplace(options.output_dir, options.force,
@@ -331,23 +339,28 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
   for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
   if (state.objective) summary.findings = ablation_findings(document);
   result->document = std::move(document);
+  result->seconds_after_passes =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - phase_start).count();
   return result;
 }
 
 // The report directory of `result` into `output`'s staging directory: idf.txt, the HTML pages and
-// PNG plots, then heads.json (with their time), heads.csv and kv_plan/.
-void write_report(ScanResult::Impl& result, const OutputDirectory& output, const ReportOptions& parts) {
+// PNG plots, then heads.json (with the time of the "reports" phase: from the end of the last pass),
+// heads.csv and kv_plan/. `result` is left as it is.
+void write_report(const ScanResult::Impl& result, const OutputDirectory& output, const ReportOptions& parts) {
   const auto start = std::chrono::steady_clock::now();
   write_text_file(output.staging() / "idf.txt", result.idf_text);
   if (parts.html || parts.plots) {
     headscan::write_reports(output.staging(), result.document, result.corpus_examples, result.probe_examples, parts);
   }
   RunSummary run = result.run;
-  run.phases.emplace_back("reports", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  set_run(result.document, run);
-  write_json_file(result.document, output.staging() / "heads.json");
-  write_heads_csv(result.document, output.staging() / "heads.csv");
-  write_kv_plan_files(result.document, output.staging() / "kv_plan");
+  const double writing = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.phases.emplace_back("reports", result.seconds_after_passes + writing);
+  nlohmann::ordered_json document = result.document;
+  set_run(document, run);
+  write_json_file(document, output.staging() / "heads.json");
+  write_heads_csv(document, output.staging() / "heads.csv");
+  write_kv_plan_files(document, output.staging() / "kv_plan");
 }
 
 AnalysisSummary saved_summary(const ScanResult::Impl& result, const OutputDirectory& output,
@@ -361,12 +374,13 @@ AnalysisSummary saved_summary(const ScanResult::Impl& result, const OutputDirect
 // The command line's run: the report directory is opened before the run, so that a bad one fails
 // at once, and written after it.
 AnalysisSummary analyze_into_directory(const AnalysisOptions& options, const SpooledInput* spooled) {
-  if (options.shard) return analyze(options, spooled, nullptr, false)->summary;
-  check_shard_options(options);
+  const c10::Device device = check_run_options(options);
+  if (options.shard) return analyze(options, device, spooled, nullptr, false)->summary;
   OutputDirectory output(options.output_dir, options.force,
                          {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path,
                           options.examples_path});
-  const std::shared_ptr<ScanResult::Impl> result = analyze(options, spooled, &output, options.html || options.plots);
+  const std::shared_ptr<ScanResult::Impl> result =
+      analyze(options, device, spooled, &output, options.html || options.plots);
   write_report(*result, output, ReportOptions{options.html, options.plots});
   output.commit();
   return saved_summary(*result, output, options.output_dir);
@@ -383,12 +397,13 @@ ScanResult scan(const AnalysisOptions& given) {
   AnalysisOptions options = given;
   options.shard.reset();
   try {
-    std::shared_ptr<ScanResult::Impl> result = analyze(options, nullptr, nullptr, true);
+    std::shared_ptr<ScanResult::Impl> result = analyze(options, check_run_options(options), nullptr, nullptr, true);
     for (std::string& warning : result->summary.warnings) warning = named(options, warning);
     name_stand_ins(options, result->document);
-    set_run(result->document, result->run);
     return ScanResult(std::move(result));
   } catch (const Interrupted&) {
+    throw;
+  } catch (const std::bad_alloc&) {
     throw;
   } catch (const InputError& e) {
     throw InputError(named(options, e.what()));

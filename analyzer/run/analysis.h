@@ -58,8 +58,9 @@ struct AnalysisOptions {
   std::string model_name;
   std::string corpus_name;
   std::function<void(const ProgressUpdate&)> on_progress;  // set: progress goes here, not to stderr
-  // Called before every forward call and every corpus document; throws Interrupted (errors.h) to
-  // stop the run, which then ends with that exception and writes nothing.
+  // Called before every forward call (of every pass, the causal ones and the example captures
+  // included) and every corpus document; throws Interrupted (errors.h) to stop the run, which
+  // then ends with that exception and writes nothing.
   std::function<void()> check_interrupt;
   bool html = true;                       // index.html and per-head pages
   bool plots = true;                      // PNG plots
@@ -94,7 +95,7 @@ struct ReportTarget {
 // drawn from. The model is released; copies share one state.
 class ScanResult {
  public:
-  // heads.json; its "run" holds the report phase's time once a report was saved.
+  // heads.json; its "run" has no "reports" phase yet: save_report() adds it to the file it writes.
   const nlohmann::ordered_json& document() const;
   // heads.csv's text (reports/heads_csv.h).
   std::string heads_csv() const;

@@ -29,11 +29,18 @@ for soname in libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libutil.
   copy_library "$soname"
 done
 
-# The venv, and the interpreter it links to, at their own paths, by hard links.
-python_home=$("$venv/bin/python" -c 'import sys; print(sys.base_prefix)')
-for tree in "$venv" "$python_home"; do
-  mkdir -p "$root$(dirname "$tree")"
-  cp -al "$tree" "$root$tree"
+# The venv at its own path, by hard links (it holds torch: gigabytes); the interpreter it links to
+# and its standard library, copied to theirs (only those: with Debian's python3 they are in /usr,
+# whose other libraries must stay out).
+mkdir -p "$root$(dirname "$venv")"
+cp -al "$venv" "$root$venv"
+interpreter=$(readlink -f "$("$venv/bin/python" -c 'import sys; print(sys._base_executable)')")
+stdlib=$("$venv/bin/python" -c 'import os; print(os.path.dirname(os.__file__))')
+dynload=$("$venv/bin/python" -c 'import os, _struct; print(os.path.dirname(_struct.__file__))')
+for path in "$interpreter" "$stdlib" "$dynload"; do
+  [[ -e "$root$path" ]] && continue
+  mkdir -p "$root$(dirname "$path")"
+  cp -a "$path" "$root$path"
 done
 cp "$data/demo.pt" "$root/data/"
 {
@@ -83,11 +90,12 @@ else
   echo "check_bundled: spm_train not installed (Debian's sentencepiece): SentencePiece not checked"
 fi
 
-# 2. The Python module, with the libraries Python's own extension modules need added.
-for module in "$python_home"/lib/python3*/lib-dynload/*.so; do
-  ldd "$module" | awk '/=> \// {print $1}'
-done | sort -u | while read -r soname; do
-  [[ -e "$root/lib/x86_64-linux-gnu/$soname" ]] || copy_library "$soname"
+# 2. The Python module, with the libraries the interpreter and its own extension modules need
+# added (from where this machine's loader finds them).
+for object in "$interpreter" "$dynload"/*.so; do
+  ldd "$object" | awk '/=> \// {print $1, $3}'
+done | sort -u | while read -r soname path; do
+  [[ -e "$root/lib/x86_64-linux-gnu/$soname" ]] || cp -L "$path" "$root/lib/x86_64-linux-gnu/$soname"
 done
 in_root "$venv/bin/python" -c '
 import headscan

@@ -7,6 +7,7 @@ import csv
 import html
 import io
 import json
+import numbers
 import os
 import time
 import warnings
@@ -22,6 +23,15 @@ _NOT_SCAN_OPTIONS = {"output", "force", "no-html", "no-plots", "quiet", "shard"}
 _RENAMED = {"thresholds": "threshold"}
 
 
+def _number_text(number: Any) -> str:
+    """A number as the command line reads it: ints as ints, floats exactly (numpy's too)."""
+    if isinstance(number, bool) or not isinstance(number, numbers.Real):
+        raise TypeError(f"expected a number, not {number!r}")
+    if isinstance(number, numbers.Integral):
+        return str(int(number))
+    return repr(float(number))
+
+
 def _flags(options: Mapping[str, Any]) -> list:
     known = {name: (takes_value, repeatable) for name, takes_value, repeatable in _core.analysis_flags()}
     flags = []
@@ -32,52 +42,66 @@ def _flags(options: Mapping[str, Any]) -> list:
             raise TypeError(f"scan() got an unexpected keyword argument {keyword!r}; the options are "
                             f"{', '.join(allowed + ['thresholds'])}")
         takes_value, repeatable = known[name]
-        if value is None or value is False and not takes_value:
+        if value is None or (value is False and not takes_value):
             continue
         if not takes_value:
             if value is not True:
                 raise TypeError(f"{keyword}= takes True or False, not {value!r}")
             flags.append("--" + name)
             continue
-        if repeatable:
-            items = value.items() if isinstance(value, Mapping) else [tuple(str(v).split("=", 1)) for v in value]
-            for key, number in items:
-                flags += ["--" + name, f"{key}={number!r}" if isinstance(number, float) else f"{key}={number}"]
+        if repeatable:  # thresholds={"name": value}, or ["name=value", …]
+            texts = [value] if isinstance(value, str) else value
+            if isinstance(texts, Mapping):
+                texts = [f"{key}={_number_text(number)}" for key, number in texts.items()]
+            for text in texts:
+                if not isinstance(text, str) or "=" not in text:
+                    raise TypeError(f"{keyword}= takes a dict of name: value, or strings NAME=VALUE; not {text!r}")
+                flags += ["--" + name, text]
             continue
         if isinstance(value, bool):
             raise TypeError(f"{keyword}= takes a value, not {value!r}")
         if isinstance(value, os.PathLike):
             value = os.fspath(value)
-        elif isinstance(value, float):
-            value = repr(value)
-        elif not isinstance(value, (str, int)):
+        elif isinstance(value, numbers.Real):
+            value = _number_text(value)
+        elif not isinstance(value, str):
             value = str(value).removeprefix("torch.")  # dtype=torch.bfloat16
         flags += ["--" + name, str(value)]
     return flags
 
 
-def _tqdm_progress() -> Optional[Callable]:
+class _TqdmProgress:
+    """The corpus pass's progress as a tqdm bar, made at its first update."""
+
+    def __init__(self, tqdm: Callable):
+        self._tqdm = tqdm
+        self._bar = None
+        self._started = time.time()
+
+    def __call__(self, done: int, total: int, tokens: int, unit: str, final: bool) -> None:
+        if self._bar is None:
+            self._bar = self._tqdm(total=total, unit="B" if unit == "bytes" else " sequences",
+                                   unit_scale=unit == "bytes", desc="headscan")
+            self._bar.start_t = self._started  # the rate and ETA count from the scan's start
+        self._bar.n = done
+        self._bar.set_postfix(tokens=tokens, refresh=False)
+        if final:
+            self.close()
+        else:
+            self._bar.refresh()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def _tqdm_progress() -> Optional[_TqdmProgress]:
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    bar = None
-    started = time.time()
-
-    def update(done: int, total: int, tokens: int, unit: str, final: bool) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, unit="B" if unit == "bytes" else " sequences", unit_scale=unit == "bytes",
-                       desc="headscan")
-            bar.start_t = started  # the rate and ETA count from the scan's start
-        bar.n = done
-        bar.set_postfix(tokens=tokens, refresh=False)
-        if final:
-            bar.close()
-        else:
-            bar.refresh()
-
-    return update
+    return _TqdmProgress(tqdm)
 
 
 def _warn(messages: Sequence[str]) -> None:
@@ -127,7 +151,8 @@ class Report:
         """Writes the report directory as the command line does: heads.json, heads.csv, idf.txt,
         kv_plan/, the HTML pages and the PNG plots. ``force`` replaces an earlier report there."""
         summary = self._result.save(os.fspath(directory), force, html, plots)
-        self.json = json.loads(self._result.heads_json())  # its "run" now holds the report phase
+        # The heads.json written, whose "run" holds the report phase too.
+        self.json = json.loads((Path(directory) / "heads.json").read_text(encoding="utf-8"))
         _warn(summary["warnings"][len(self.warnings):])
         return Path(directory)
 
@@ -181,8 +206,12 @@ def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress
         tokenizer_json = backend.to_str()
         options = {key: value for key, value in options.items() if key != "tokenizer"}
     callback = progress if callable(progress) else (_tqdm_progress() if progress else None)
-    result = _core.scan(model, corpus, _flags(options), callback, json.dumps(dict(metadata)) if metadata else "",
-                        tokenizer_json)
+    try:
+        result = _core.scan(model, corpus, _flags(options), callback,
+                            json.dumps(dict(metadata)) if metadata else "", tokenizer_json)
+    finally:
+        if isinstance(callback, _TqdmProgress):
+            callback.close()  # a run that raised leaves no bar open
     report = Report(result)
     _warn(report.warnings)
     return report
