@@ -9,6 +9,10 @@
 # mount namespace (unshare) with /proc and /dev mounted, so nothing stays mounted; needs root.
 # Usage: check_bundled.sh VENV WORK_DIR
 set -euo pipefail
+if [[ $(id -u) != 0 ]]; then
+  echo "check_bundled: skipped: chroot and mount need root"
+  exit 0
+fi
 venv=$(cd "$1" && pwd)
 work=$2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
