@@ -33,9 +33,10 @@ struct LayoutDeleter {
 };
 using Layout = std::unique_ptr<PangoLayout, LayoutDeleter>;
 
-// The wheel's fonts (share/headscan/fonts: DejaVu Sans, resources.h), added to fontconfig's before the first
-// layout; on a machine without a fontconfig configuration, its fonts.conf, so that fontconfig finds
-// them without complaining.
+// The wheel's fonts (share/headscan/fonts: DejaVu Sans, resources.h), added to fontconfig's
+// before the first layout; on a machine without a fontconfig configuration, its fonts.conf, so
+// that fontconfig finds them without complaining. Once per process, under the static's guard:
+// plots drawn in parallel wait for it.
 void add_bundled_fonts() {
   static const bool added = [] {
     const std::filesystem::path fonts = installed_file("share/headscan/fonts");
