@@ -3,12 +3,10 @@ report's DataFrame and directory, errors, Ctrl-C and compare(). Run by tests/pyt
 fresh venv that has the wheel installed (README, "Tests")."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
