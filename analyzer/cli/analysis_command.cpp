@@ -76,8 +76,8 @@ AnalysisCommand::AnalysisCommand() : app_("headscan: label the attention heads o
   app_.add_option("--seed", options_.seed, "seed for the synthetic probe sequences, masked-LM masks and random pruning orders")
       ->capture_default_str();
   app_.add_flag("--ablation", options_.ablation,
-               "causal evidence: head importance (gradients), the loss with each head removed, a pruning curve and "
-               "the circuits of induction and duplicate-token heads");
+                "causal evidence: head importance (gradients), the loss with each head removed, a pruning curve and "
+                "the circuits of induction and duplicate-token heads");
   app_.add_option("--ablation-sequences", options_.ablation_sequences,
                   "the first N sequences of the corpus are the set --ablation measures the loss on")
       ->check(at_least(1))->capture_default_str();

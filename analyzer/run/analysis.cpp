@@ -212,13 +212,8 @@ namespace {
 // `text` with the stand-in files of AnalysisOptions::model_name and corpus_name named as the user
 // gave them.
 std::string named(const AnalysisOptions& options, std::string text) {
-  for (const auto& [path, name] : {std::pair{&options.model_path, &options.model_name},
-                                   std::pair{&options.corpus_path, &options.corpus_name}}) {
-    if (name->empty() || path->empty()) continue;
-    for (std::size_t at = text.find(*path); at != std::string::npos; at = text.find(*path, at + name->size())) {
-      text.replace(at, path->size(), *name);
-    }
-  }
+  if (!options.model_name.empty()) text = name_path(std::move(text), options.model_path, options.model_name);
+  if (!options.corpus_name.empty()) text = name_path(std::move(text), options.corpus_path, options.corpus_name);
   return text;
 }
 
@@ -231,6 +226,11 @@ void name_stand_ins(const AnalysisOptions& options, nlohmann::ordered_json& valu
   } else if (value.is_structured()) {
     for (auto& element : value) name_stand_ins(options, element);
   }
+}
+
+// The run's input files, which its report directory must never replace (--force).
+std::vector<std::string> run_inputs(const AnalysisOptions& options) {
+  return {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path, options.examples_path};
 }
 
 // The options a run checks before it opens anything; the device the run will use.
@@ -258,9 +258,7 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
                                           const SpooledInput* spooled, OutputDirectory* output, bool keep_examples) {
   std::optional<OutputDirectory> own_output;
   if (output == nullptr && options.shard) {
-    own_output.emplace(options.output_dir, options.force,
-                       std::vector<std::string>{options.model_path, options.corpus_path, options.tokenizer_path,
-                                                options.idf_path, options.examples_path});
+    own_output.emplace(options.output_dir, options.force, run_inputs(options));
     output = &*own_output;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -333,8 +331,7 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
   result->probe_examples = std::move(state.probe_examples);
   result->idf_text = state.frequencies->text(*state.text.tokenizer);
   result->run = run;
-  result->inputs = {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path,
-                    options.examples_path};
+  result->inputs = run_inputs(options);
   summary.warnings = state.warnings;
   for (const auto& head : document.at("heads")) ++summary.label_counts[head.at("primary").get<std::string>()];
   if (state.objective) summary.findings = ablation_findings(document);
@@ -376,9 +373,7 @@ AnalysisSummary saved_summary(const ScanResult::Impl& result, const OutputDirect
 AnalysisSummary analyze_into_directory(const AnalysisOptions& options, const SpooledInput* spooled) {
   const c10::Device device = check_run_options(options);
   if (options.shard) return analyze(options, device, spooled, nullptr, false)->summary;
-  OutputDirectory output(options.output_dir, options.force,
-                         {options.model_path, options.corpus_path, options.tokenizer_path, options.idf_path,
-                          options.examples_path});
+  OutputDirectory output(options.output_dir, options.force, run_inputs(options));
   const std::shared_ptr<ScanResult::Impl> result =
       analyze(options, device, spooled, &output, options.html || options.plots);
   write_report(*result, output, ReportOptions{options.html, options.plots});

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -47,12 +48,16 @@ SpooledInput::SpooledInput() {
 
 SpooledInput::~SpooledInput() { unlink(path_.c_str()); }
 
-std::string SpooledInput::named(std::string text) const {
-  constexpr std::string_view kName = "- (standard input)";
-  for (std::size_t at = text.find(path_); at != std::string::npos; at = text.find(path_, at + kName.size())) {
-    text.replace(at, path_.size(), kName);
+std::string name_path(std::string text, const std::string& path, std::string_view name) {
+  if (path.empty()) return text;
+  for (std::size_t at = text.find(path); at != std::string::npos; at = text.find(path, at + name.size())) {
+    text.replace(at, path.size(), name);
   }
   return text;
+}
+
+std::string SpooledInput::named(std::string text) const {
+  return name_path(std::move(text), path_, "- (standard input)");
 }
 
 void SpooledInput::rethrow_named() const {

@@ -4,8 +4,13 @@
 // is removed when the object dies.
 
 #include <string>
+#include <string_view>
 
 namespace headscan {
+
+// `text` with every occurrence of `path` (a temporary file's) replaced by `name`, so that messages
+// name an input as the user gave it.
+std::string name_path(std::string text, const std::string& path, std::string_view name);
 
 class SpooledInput {
  public:
