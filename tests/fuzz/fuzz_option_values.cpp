@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "analyzer/cli/option_values.h"
@@ -33,7 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     for (const auto& [name, value] : headscan::parse_threshold_options(values)) {
       HEADSCAN_FUZZ_CHECK(!name.empty() && std::isfinite(value) && value >= 0);
-      HEADSCAN_FUZZ_CHECK(value <= (name == "syntactic_support" ? headscan::kMaxThresholdCount : 1.0));
+      const bool count = std::find(std::begin(headscan::kCountThresholds), std::end(headscan::kCountThresholds),
+                                   name) != std::end(headscan::kCountThresholds);
+      HEADSCAN_FUZZ_CHECK(value <= (count ? headscan::kMaxThresholdCount : 1.0));
+      if (count) HEADSCAN_FUZZ_CHECK(std::floor(value) == value);
     }
   } catch (const headscan::InputError&) {
   }
