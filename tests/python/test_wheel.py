@@ -166,8 +166,11 @@ def test_errors_are_the_clis(tmp_path, corpus_file):
 
 def test_ctrl_c_stops_a_run(tmp_path, corpus_lines):
     script = textwrap.dedent(f"""
-        import sys, time
+        import signal, sys, time
         import headscan
+        # Python leaves SIGINT ignored when it started so (a job put in the background by a
+        # shell without job control); a terminal or a notebook has its handler.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         def progress(done, total, tokens, unit, final):
             if not getattr(progress, "said", False):
                 progress.said = True
