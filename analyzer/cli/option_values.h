@@ -16,7 +16,8 @@ struct ThresholdOption {
   double value = 0;
 };
 
-// Thresholds that count sentences rather than share attention (heads/syntactic.cpp): whole
+// Thresholds that are counts rather than shares of attention: sentences (syntactic_support,
+// heads/syntactic.cpp) and tokens (streaming_sink, streaming_window, heads/streaming.cpp); whole
 // numbers from 0 to kMaxThresholdCount. Every other threshold is a fraction in [0, 1].
 inline const char* const kCountThresholds[] = {"syntactic_support", "streaming_sink", "streaming_window"};
 constexpr double kMaxThresholdCount = 1e9;
