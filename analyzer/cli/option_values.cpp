@@ -12,12 +12,13 @@
 #include "analyzer/errors.h"
 
 namespace headscan {
-namespace {
 
 bool is_count_threshold(const std::string& name) {
   return std::any_of(std::begin(kCountThresholds), std::end(kCountThresholds),
                      [&](const char* count) { return name == count; });
 }
+
+namespace {
 
 // A value as the user typed it, cut when long, with control characters shown as '?'.
 std::string shown(const std::string& text) {

@@ -22,6 +22,9 @@ struct ThresholdOption {
 inline const char* const kCountThresholds[] = {"syntactic_support", "streaming_sink", "streaming_window"};
 constexpr double kMaxThresholdCount = 1e9;
 
+// Whether `name` is one of kCountThresholds.
+bool is_count_threshold(const std::string& name);
+
 // One --threshold value "NAME=VALUE": a name, then a finite decimal number in the threshold's
 // range. Throws InputError saying what was expected, what was found and giving an example.
 // Whether NAME exists is the registry's check (resolve_thresholds).

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <string>
 
 #include "analyzer/cli/option_values.h"
@@ -34,8 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     for (const auto& [name, value] : headscan::parse_threshold_options(values)) {
       HEADSCAN_FUZZ_CHECK(!name.empty() && std::isfinite(value) && value >= 0);
-      const bool count = std::find(std::begin(headscan::kCountThresholds), std::end(headscan::kCountThresholds),
-                                   name) != std::end(headscan::kCountThresholds);
+      const bool count = headscan::is_count_threshold(name);
       HEADSCAN_FUZZ_CHECK(value <= (count ? headscan::kMaxThresholdCount : 1.0));
       if (count) HEADSCAN_FUZZ_CHECK(std::floor(value) == value);
     }
