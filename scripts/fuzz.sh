@@ -5,10 +5,9 @@
 #   TARGET    tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values shard_state
 #             compare_run torchscript_pickle
 #             (default: all)
-# Installs clang and the libraries it needs from Debian's packages (only what is missing), builds
-# the targets with ASan and UBSan in build-fuzz/ (HEADSCAN_FUZZ=ON, no LibTorch), and runs each on
-# a copy of its seed corpus in a working directory outside the repository, so that new corpus
-# entries never land in it. Exits 1 on any crash, leak, timeout or out-of-memory, printing the
+# Builds the targets with ASan and UBSan in build-fuzz/ (scripts/fuzz_build.sh: HEADSCAN_FUZZ=ON,
+# clang, no LibTorch) and runs each on a copy of its seed corpus in a working directory outside the
+# repository, so that new corpus entries never land in it. Exits 1 on any crash, leak, timeout or out-of-memory, printing the
 # reproducer's path; replay one with build-fuzz/tests/fuzz/fuzz_TARGET FILE.
 # Environment: HEADSCAN_FUZZ_WORK (working directory; default a new one under /tmp, kept),
 # HEADSCAN_FUZZ_JOBS (compile jobs; default all cores).
@@ -32,18 +31,7 @@ for target in "${targets[@]}"; do
   fi
 done
 
-packages=(
-  cmake ninja-build pkg-config ccache
-  clang                                      # compiler; its libclang-rt-*-dev holds libFuzzer and the sanitizers
-  nlohmann-json3-dev libfmt-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev liblink-grammar-dev libzip-dev
-  libarchive-dev
-)
-source "$root/scripts/install_packages.sh"
-install_packages fuzz.sh "${packages[@]}"
-
-build="$root/build-fuzz"
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADSCAN_FUZZ=ON \
-  >/dev/null
+source "$root/scripts/fuzz_build.sh"
 cmake --build "$build" -j "${HEADSCAN_FUZZ_JOBS:-$(nproc)}" --target "${targets[@]/#/fuzz_}"
 
 work=${HEADSCAN_FUZZ_WORK:-$(mktemp -d /tmp/headscan-fuzz.XXXXXX)}

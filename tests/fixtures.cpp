@@ -57,14 +57,21 @@ std::string slurp(const fs::path& path) {
 
 }  // namespace
 
+#ifdef HEADSCAN_BINARY
+static const char* const kHeadscanBinary = HEADSCAN_BINARY;
+#else  // the LibTorch-free build (HEADSCAN_FUZZ) has no headscan executable
+static const char* const kHeadscanBinary = nullptr;
+#endif
+
 // Forks the headscan executable with `args`, its stdout and stderr going to the given files.
 static pid_t fork_headscan(const std::vector<std::string>& args, const char* out, const char* err) {
+  if (!kHeadscanBinary) throw std::logic_error("this test executable was built without headscan (HEADSCAN_FUZZ)");
   std::fflush(nullptr);  // the child must not repeat the parent's buffered output
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     std::vector<char*> argv;
-    std::string binary = HEADSCAN_BINARY;
+    std::string binary = kHeadscanBinary;
     argv.push_back(binary.data());
     std::vector<std::string> copies = args;
     for (auto& arg : copies) argv.push_back(arg.data());
