@@ -10,7 +10,9 @@ directory, as a user's download looks. Then, as a user would:
 
   1. `python scripts/export_hf.py MODEL_DIR MODEL.pt` (a new process for GPT-2 and BERT; for the
      others the script's main() in this process, which saves the import of transformers);
-  2. the archive's headscan.json must hold the expected bos_token, causal, max_length, n_kv_heads;
+  2. the archive's headscan.json must hold the expected name, bos_token, causal, max_length,
+     n_kv_heads, and the script's output the expected notices (a model without a language-model
+     head says which of headscan's outputs it lacks);
   3. `headscan tokenize MODEL.pt CORPUS` gives the ids headscan analyses (BOS, windows);
   4. `headscan MODEL.pt CORPUS` writes heads.json;
   5. the reference: transformers' model from MODEL_DIR, eager attention, output_attentions=True, on
@@ -21,6 +23,10 @@ directory, as a user's download looks. Then, as a user would:
      number of layers and heads;
   7. for the architectures of SDPA_TWINS, the model traced with transformers' default attention
      (SDPA) gives every score of the eager export within 1e-5, with the same labels.
+
+An architecture with a `refusal` stops at step 1: export_hf.py must exit with its code and
+message and write no archive (Qwen3-Next and Qwen3.5, whose trace is exact only up to one chunk of
+linear attention; a config.json of 10 million layers, refused before transformers builds it).
 
 The weights are drawn with a large initializer_range so that attention is far from uniform, which
 makes a wrong mask, position or query set visible in the scores. gpt-oss's attention has a sink
@@ -86,7 +92,7 @@ DEVICE = ["--device", os.environ["HEADSCAN_DEVICE"]] if os.environ.get("HEADSCAN
 def train_tokenizer(style):
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-    if style == "bert":
+    if style in ("bert", "bert_padded"):
         specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
         tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
@@ -97,6 +103,9 @@ def train_tokenizer(style):
             single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
             special_tokens=[("[CLS]", tokenizer.token_to_id("[CLS]")), ("[SEP]", tokenizer.token_to_id("[SEP]"))])
         tokenizer.decoder = decoders.WordPiece()
+        if style == "bert_padded":  # as sentence-transformers' tokenizer.json: every text padded to 128
+            tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]", length=128)
+            tokenizer.enable_truncation(max_length=128)
         return tokenizer, {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
 
     # Byte-level BPE (GPT-2, Qwen, NeoX, Llama 3 style), with a template per family.
@@ -137,13 +146,24 @@ def ids_of(tokenizer, tokens):
     return {f"{name}_token_id": tokenizer.token_to_id(token) for name, token in names.items() if token}
 
 
-def architecture(name, cls, style, config, *, causal, kv_heads=None, required=False, bos=None, refusal=None,
-                 new_process=False):
-    """refusal: export_hf.py must stop (exit 1) with this text in its message. new_process: export
-    with `python scripts/export_hf.py` in a new process (see run_export)."""
+def architecture(name, cls, style, config, *, causal=None, kv_heads=None, required=False, bos=None, refusal=None,
+                 refusal_exit=1, new_process=False, positions=MAX_POSITIONS, config_patch=None,
+                 expected_name="model", notice=None):
+    """refusal: export_hf.py must stop (exit refusal_exit) with this text in its message. new_process:
+    export with `python scripts/export_hf.py` in a new process (see run_export). positions: the
+    tokenizer's model_max_length (the config's positions are the config's). config_patch: fields
+    written over config.json after the model is saved. notice: texts export_hf.py must print."""
     return dict(name=name, cls=cls, style=style, config=config, causal=causal, kv_heads=kv_heads,
-                required=required, bos=bos, refusal=refusal, new_process=new_process)
+                required=required, bos=bos, refusal=refusal, refusal_exit=refusal_exit, new_process=new_process,
+                positions=positions, config_patch=config_patch, expected_name=expected_name, notice=notice)
 
+
+# Qwen3-Next and Qwen3.5: linear-attention layers (a loop over chunks of 64 tokens, which the trace
+# unrolls at its length) beside a full-attention one, with positions beyond one chunk.
+LINEAR_ATTENTION = dict(SMALL, max_position_embeddings=256, num_key_value_heads=2, head_dim=16,
+                        layer_types=["linear_attention", "full_attention"], linear_key_head_dim=16,
+                        linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4)
+UNROLLED_AT_TRACE = "tokens but not at 65"
 
 ARCHITECTURES = [
     architecture("gpt2", "GPT2LMHeadModel", "gpt2",
@@ -203,6 +223,23 @@ ARCHITECTURES = [
     architecture("roberta", "RobertaForMaskedLM", "roberta",
                  lambda: ("RobertaConfig", dict(SMALL, max_position_embeddings=MAX_POSITIONS + 2)),
                  causal=False, bos="<s>"),
+    # A sentence-transformers encoder: no language-model head, a tokenizer.json that pads and
+    # truncates to 128, a folder named `model` and the model's name in _name_or_path.
+    architecture("bert_no_head", "BertModel", "bert_padded", lambda: ("BertConfig", dict(SMALL)),
+                 causal=False, required=True, bos="[CLS]", config_patch={"_name_or_path": "org/tiny-embedder"},
+                 expected_name="org/tiny-embedder",
+                 notice=["BertModel has no language-model head", "no repeat_loss", "--ablation is refused"]),
+    # Refused: exact only up to one chunk of linear attention; a config.json that says 10 million
+    # layers beside a small model's weights (transformers would build the layers, then load).
+    architecture("qwen3_next", "Qwen3NextForCausalLM", "gpt2",
+                 lambda: ("Qwen3NextConfig", dict(LINEAR_ATTENTION, num_experts=4, num_experts_per_tok=2,
+                                                  moe_intermediate_size=32, shared_expert_intermediate_size=32)),
+                 required=True, refusal=UNROLLED_AT_TRACE, positions=256),
+    architecture("qwen3_5", "Qwen3_5ForCausalLM", "gpt2", lambda: ("Qwen3_5TextConfig", dict(LINEAR_ATTENTION)),
+                 required=True, refusal=UNROLLED_AT_TRACE, positions=256),
+    architecture("huge", "LlamaForCausalLM", "llama", lambda: ("LlamaConfig", dict(SMALL)),
+                 config_patch={"num_hidden_layers": 10_000_000}, required=True,
+                 refusal="at least 3.28e+11 parameters (10000000 layers", refusal_exit=2),
 ]
 BY_NAME = {a["name"]: a for a in ARCHITECTURES}
 
@@ -221,9 +258,15 @@ def build_model_dir(arch, model_dir):
     model = getattr(transformers, arch["cls"])(config).eval()
     os.makedirs(model_dir, exist_ok=True)
     model.save_pretrained(model_dir)
+    if arch["config_patch"]:
+        config_path = os.path.join(model_dir, "config.json")
+        with open(config_path, encoding="utf-8") as f:
+            stored = json.load(f)
+        with open(config_path, "w", encoding="utf-8") as f:
+            json.dump(dict(stored, **arch["config_patch"]), f, indent=2)
     special = {f"{k}_token": v for k, v in tokens.items()}
-    PreTrainedTokenizerFast(tokenizer_object=tokenizer, model_max_length=MAX_POSITIONS, **special).save_pretrained(
-        model_dir)
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, model_max_length=arch["positions"],
+                            **special).save_pretrained(model_dir)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,13 +436,13 @@ TRANSFORMERS_LOCK = threading.Lock()
 
 
 def run_export(arch, arguments):
-    """(exit status, stderr) of `export_hf.py ARGUMENTS`. The architectures marked `new_process` run
-    the script as a user does; the others call its main() in this process, the same code without
-    a new interpreter's five seconds of importing transformers."""
+    """(exit status, stdout, stderr) of `export_hf.py ARGUMENTS`. The architectures marked
+    `new_process` run the script as a user does; the others call its main() in this process, the
+    same code without a new interpreter's five seconds of importing transformers."""
     if arch["new_process"]:
         process = subprocess.run([sys.executable, EXPORT_SCRIPT, *arguments], capture_output=True, text=True,
-                                 env=dict(os.environ, OMP_NUM_THREADS="1"))
-        return process.returncode, process.stderr
+                                 env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1"))
+        return process.returncode, process.stdout, process.stderr
     stdout, stderr = io.StringIO(), io.StringIO()
     with TRANSFORMERS_LOCK, contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         if "export_hf" not in sys.modules:
@@ -407,7 +450,7 @@ def run_export(arch, arguments):
             sys.modules["export_hf"] = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(sys.modules["export_hf"])
         returncode = sys.modules["export_hf"].main(arguments)
-    return returncode, stderr.getvalue()
+    return returncode, stdout.getvalue(), stderr.getvalue()
 
 
 def paths(arch, work):
@@ -419,16 +462,20 @@ def check(arch, headscan, corpus, work):
     """Steps 1-6 for one architecture whose model directory is built; returns the largest
     difference per score, or raises AssertionError saying what differs."""
     model_dir, archive, report = paths(arch, work)
-    returncode, stderr = run_export(arch, [model_dir, archive])
+    returncode, stdout, stderr = run_export(arch, [model_dir, archive])
     if arch["refusal"]:
         message = (stderr.strip().splitlines() or [""])[-1]
-        assert returncode == 1 and arch["refusal"] in message, \
+        assert returncode == arch["refusal_exit"] and arch["refusal"] in message, \
             f"export_hf.py should refuse with {arch['refusal']!r}, got exit {returncode}: {message}"
+        assert not os.path.exists(archive), "a refused export left an archive"
         return None
     assert returncode == 0, f"export_hf.py exit {returncode}:\n{stderr[-3000:]}"
+    for text in arch["notice"] or []:
+        assert text in stdout, f"export_hf.py should say {text!r}:\n{stdout}"
 
     metadata = json.loads(archive_file(archive, "headscan.json"))
-    expected = {"name": "model", "bos_token": arch["bos"], "max_length": MAX_POSITIONS, "causal": arch["causal"]}
+    expected = {"name": arch["expected_name"], "bos_token": arch["bos"], "max_length": MAX_POSITIONS,
+                "causal": arch["causal"]}
     if arch["kv_heads"] is not None:
         expected["n_kv_heads"] = arch["kv_heads"]
     for field, value in expected.items():
