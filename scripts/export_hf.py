@@ -82,8 +82,9 @@ def parse_args(argv):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="a Hugging Face model directory (save_pretrained)")
     parser.add_argument("output", metavar="OUT.pt", help="the TorchScript archive to write")
-    parser.add_argument("--name", help="headscan.json name (default: MODEL_DIR's folder name, or org/name "
-                                       "for a Hugging Face cache snapshot)")
+    parser.add_argument("--name", help="headscan.json name (default: MODEL_DIR's folder name, org/name for a "
+                                       "Hugging Face cache snapshot, config.json's _name_or_path for a folder "
+                                       "named model or the like)")
     parser.add_argument("--bos", metavar="TOKEN",
                         help="headscan.json bos_token: a token of the tokenizer, or 'none' for no BOS "
                              "(default: the template's first token, else the model's BOS)")
