@@ -20,6 +20,11 @@ def config_int(config, names):
     return None, None
 
 
+def readable(count):
+    """A count from a config, which may be any integer: digits up to a quadrillion."""
+    return str(count) if count < 10**15 else "more than 10^15"
+
+
 def estimate_size(config):
     """(parameters, what they are made of) from the config's sizes alone, or None when the config
     does not name a hidden size and a layer count. A lower bound: the embedding, and per layer the
@@ -40,15 +45,20 @@ def estimate_size(config):
     attention = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
     mlp = 2 * hidden * expert_intermediate * experts if experts > 1 else 2 * hidden * intermediate
     parameters = vocab * hidden + layers * (attention + mlp)
-    parts = f"{layers} layers ({layers_field}) of hidden size {hidden} ({hidden_field}), a vocabulary of {vocab}"
+    parts = (f"{readable(layers)} layers ({layers_field}) of hidden size {readable(hidden)} ({hidden_field}), "
+             f"a vocabulary of {readable(vocab)}")
     if experts > 1:
-        parts += f", {experts} experts"
+        parts += f", {readable(experts)} experts"
     return parameters, parts
 
 
 def machine_memory():
-    """Bytes of memory this process may use: the machine's, or its container's limit when lower."""
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    """Bytes of memory this process may use: the machine's, or its container's limit when lower;
+    None where the system does not say."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
     try:
         with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
             limit = f.read().strip()
@@ -60,11 +70,13 @@ def machine_memory():
 
 
 def human_bytes(count):
-    for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
-        if count < 1000 or unit == "PB":
-            return f"{count:.3g} {unit}" if unit != "bytes" else f"{count} bytes"
-        count /= 1000
-    return None
+    """3 significant digits in the largest unit of 1000 that keeps the number at least 1."""
+    unit = "bytes"
+    for larger in ("KB", "MB", "GB", "TB", "PB"):
+        if count < 1000:
+            break
+        count, unit = count / 1000, larger
+    return f"{count:.3g} {unit}"
 
 
 def check_size(config, requested_dtype):
@@ -80,10 +92,11 @@ def check_size(config, requested_dtype):
         dtype = stored.replace("torch.", "") if stored.replace("torch.", "") in BYTES_PER_PARAMETER else "float32"
     weights = parameters * BYTES_PER_PARAMETER[dtype]
     memory = machine_memory()
-    if weights > memory:
+    if memory is not None and weights > memory:
+        parameters, weights = min(parameters, 10**300), min(weights, 10**300)  # printable as floats
         smaller = " (or --dtype bfloat16, half of it, if that fits)" if dtype == "float32" else ""
         raise ExportInputError(
-            f"config.json describes a model of at least {parameters:.3g} parameters ({parts}): "
+            f"config.json describes a model of at least {float(parameters):.3g} parameters ({parts}): "
             f"{human_bytes(weights)} of {dtype} weights, more than this machine's {human_bytes(memory)} of memory, "
             f"so transformers would run out of memory building it; check config.json's sizes, or export on a "
             f"machine with more memory{smaller}")
