@@ -29,6 +29,10 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
                        {"bos_token", model.bos_token.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(model.bos_token)},
                        {"max_length", model.max_length}};
   if (model.step) document["model"]["step"] = *model.step;
+  if (!model.lm_head_note.empty()) {
+    document["model"]["lm_head"] = false;
+    document["model"]["lm_head_note"] = model.lm_head_note;
+  }
   if (model.repeat_loss.empty()) {
     document["model"]["repeat_loss"] = nullptr;
     document["model"]["repeat_loss_note"] = "unavailable: " + model.repeat_loss_note;

@@ -31,6 +31,8 @@ struct ModelSummary {
   std::optional<std::int64_t> step;  // headscan.json's "step" (a training checkpoint), when given
   std::vector<double> repeat_loss;  // mean loss of each probe repeat; empty when unavailable
   std::string repeat_loss_note;     // why repeat_loss is unavailable
+  // What the report lacks when the output is not logits (no language-model head); empty when it is.
+  std::string lm_head_note;
 };
 
 struct ProbeSummary {

@@ -50,6 +50,13 @@ std::string parses_note(const Json& corpus) {
                      json_value_html(corpus.value("sentences", Json(nullptr))), escape_html(parser));
 }
 
+// A model without a language-model head: what its report lacks and why (heads.json's
+// model.lm_head_note), said where the model is described.
+std::string lm_head_note(const Json& model) {
+  if (!model.is_object() || !model.contains("lm_head_note")) return {};
+  return "<p class=\"note\"><strong>No logits.</strong> " + json_value_html(model["lm_head_note"]) + ".</p>";
+}
+
 std::string summary_section(const Json& document, const ReportData& data) {
   const Json model = document.value("model", Json::object());
   const Json corpus = document.value("corpus", Json::object());
@@ -66,7 +73,7 @@ std::string summary_section(const Json& document, const ReportData& data) {
                                {"capture", "attention captured from"}, {"tokenizer", "tokenizer"},
                                {"bos_token", "BOS token"}, {"max_length", "max length"},
                                {"repeat_loss", "loss on repeated tokens"}, {"forward", "forward"}}) +
-          "</div>";
+          lm_head_note(model) + "</div>";
   html += "<div class=\"card\"><h3>Corpus</h3>" +
           object_table(corpus, {{"path", "file"}, {"format", "format"}, {"lines", "lines"}, {"documents", "documents"},
                                 {"sequences", "sequences"}, {"tokens", "tokens"}, {"parser", "parser"},

@@ -258,7 +258,8 @@ TEST_CASE("models the causal passes cannot measure are refused before the corpus
     std::string model;
     std::string says;
   };
-  for (const Refusal& refusal : {Refusal{"ablation_hidden.pt", "needs logits [batch, tokens, vocabulary]"},
+  for (const Refusal& refusal : {Refusal{"ablation_hidden.pt", "the model returns [batch, tokens, 16] (hidden states: no "
+                                                         "language-model head)"},
                                  Refusal{"random_bert.pt", "the tokenizer has no mask token"},
                                  Refusal{"bert.pt", "the tokenizer has no mask token"},
                                  Refusal{"hf_returns.pt", "so they cannot be scaled"}}) {
@@ -360,4 +361,33 @@ TEST_CASE("without --ablation heads.json has no causal evidence", "[ablation][e2
   for (const auto& [name, seconds] : report["run"]["phases"].items()) found.push_back(name);
   std::sort(phases.begin(), phases.end());
   CHECK(found == phases);  // nlohmann::json sorts its keys
+}
+
+TEST_CASE("a model without a language-model head says what its report lacks and why", "[ablation][e2e]") {
+  TempDir dir;
+  const auto hidden = dir / "hidden";
+  REQUIRE(run_headscan({fixture("ablation_hidden.pt"), fixture("ablation_corpus.txt"), "-o", hidden.string(), "--parser",
+                        "none", "--no-plots", "-q"})
+              .exit_code == 0);
+  const auto report = read_json(hidden / "heads.json");
+  CHECK(report["model"]["lm_head"] == false);
+  const std::string note = report["model"]["lm_head_note"];
+  for (const char* says : {"16 numbers per token (hidden states: the model has no language-model head)",
+                           "no repeat_loss", "no retrieval heads", "--ablation is refused (it measures the next-token"}) {
+    CHECK(note.find(says) != std::string::npos);
+  }
+  CHECK(report["model"]["repeat_loss"].is_null());
+  CHECK(report["retrieval"]["note"].get<std::string>().find("not logits") != std::string::npos);
+  std::ifstream page(hidden / "index.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  CHECK(html.find("<strong>No logits.</strong> the model&#39;s output is 16 numbers per token") != std::string::npos);
+  // A model with logits: nothing said.
+  const auto lm = dir / "lm";
+  REQUIRE(run_headscan({fixture("ablation_lm.pt"), fixture("ablation_corpus.txt"), "-o", lm.string(), "--parser", "none",
+                        "--no-plots", "-q"})
+              .exit_code == 0);
+  CHECK_FALSE(read_json(lm / "heads.json")["model"].contains("lm_head"));
+  std::ifstream lm_page(lm / "index.html");
+  CHECK(std::string((std::istreambuf_iterator<char>(lm_page)), std::istreambuf_iterator<char>()).find("No logits") ==
+        std::string::npos);
 }

@@ -231,16 +231,12 @@ int run_compare_command(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no summary");
   if (const auto exit_code = parse_subcommand(app, argc, argv, "compare")) return *exit_code;
   return run_with_exit_codes([&] {
-    // Given empty ("--steps ''", as an unset shell variable gives): an error, not the default.
-    if (steps_option->count() > 0 && steps.empty()) {
-      throw headscan::InputError("--steps is empty; give the training step of each run, e.g. --steps 0,500,1000, or "
-                                 "leave the option out to order the runs by their headscan.json");
-    }
+    // Given empty ("--scores ''", as an unset shell variable gives): an error, not the default.
     if (scores_option->count() > 0 && scores.empty()) {
       throw headscan::InputError("--scores is empty; give score names, e.g. --scores induction,entropy, or leave the "
                                  "option out for the default scores");
     }
-    if (!steps.empty()) options.steps = headscan::parse_steps_option(steps);
+    if (steps_option->count() > 0) options.steps = headscan::parse_steps_option(steps);
     if (!scores.empty()) {
       std::string_view rest(scores);
       while (true) {

@@ -97,6 +97,11 @@ ShardOption parse_shard_option(const std::string& text) {
 }
 
 std::vector<std::int64_t> parse_steps_option(const std::string& text) {
+  // Given empty ("--steps ''", as an unset shell variable gives): an error, not the default.
+  if (text.empty()) {
+    throw InputError("--steps is empty; give the training step of each run, e.g. --steps 0,500,1000, or leave the "
+                     "option out to order the runs by their headscan.json");
+  }
   std::vector<std::int64_t> steps;
   std::string_view rest(text);
   while (true) {

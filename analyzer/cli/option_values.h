@@ -45,7 +45,7 @@ ShardOption parse_shard_option(const std::string& text);
 
 // The --steps value of `headscan compare`, "0,500,1000": one training step per run, whole numbers
 // from 0 to kMaxMetadataStep (as a headscan.json "step"), separated by commas. Throws InputError
-// saying what was expected and what was found.
+// saying what was expected and what was found (for an empty value too: given, it is not left out).
 std::vector<std::int64_t> parse_steps_option(const std::string& text);
 
 }  // namespace headscan

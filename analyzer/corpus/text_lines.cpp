@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/corpus/decompressing_buffer.h"
+#include "analyzer/corpus/growing_file.h"
 #include "analyzer/errors.h"
 #include "analyzer/json_limits.h"
 #include "analyzer/tokenizers/unicode.h"
@@ -136,13 +137,19 @@ TextLineReader::TextLineReader(const std::string& path, const std::string& expec
   }
   total_bytes_ = fs::is_regular_file(status) ? fs::file_size(path, error) : 0;
   if (error) total_bytes_ = 0;
+  // A growing file's size is what is written so far, and its writer writes text: sniffing it
+  // would pull more of its source than the analysis reads.
+  const bool growing = is_growing_file(path);
+  if (growing) total_bytes_ = 0;
   open();
-  std::string sample(kSniffBytes, '\0');
-  in_.read(sample.data(), static_cast<std::streamsize>(sample.size()));
-  sample.resize(static_cast<std::size_t>(in_.gcount()));
-  const bool more_follows = sample.size() == kSniffBytes && in_.peek() != std::char_traits<char>::eof();
-  reject_binary(path, expected, sample, more_follows);
-  open();
+  if (!growing) {
+    std::string sample(kSniffBytes, '\0');
+    in_.read(sample.data(), static_cast<std::streamsize>(sample.size()));
+    sample.resize(static_cast<std::size_t>(in_.gcount()));
+    const bool more_follows = sample.size() == kSniffBytes && in_.peek() != std::char_traits<char>::eof();
+    reject_binary(path, expected, sample, more_follows);
+    open();
+  }
   chunks_by_bytes_ = std::string_view(compression_) == "none" && total_bytes_ > 0;
   chunk_bytes_ = chunk_bytes(total_bytes_);
   if (slice.whole()) return;
@@ -232,6 +239,8 @@ void TextLineReader::open() {
   in_.rdbuf(nullptr);
   if (std::string_view(compression_) != "none") {
     buffer_ = std::make_unique<DecompressingBuffer>(path_, expected_, compression_, total_bytes_);
+  } else if (auto growing = open_growing_file(path_)) {
+    buffer_ = std::move(growing);
   } else {
     auto file = std::make_unique<std::filebuf>();
     if (file->open(path_, std::ios::in | std::ios::binary) == nullptr) {
@@ -451,7 +460,8 @@ std::string corpus_extension(const std::string& path) {
     std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return text;
   };
-  std::filesystem::path name = std::filesystem::path(path).filename();
+  const std::string growing = growing_file_name(path);
+  std::filesystem::path name = std::filesystem::path(growing.empty() ? path : growing).filename();
   std::string extension = lowered(name.extension().string());
   if (extension == ".gz" || extension == ".zst" || extension == ".xz") extension = lowered(name.stem().extension().string());
   return extension;

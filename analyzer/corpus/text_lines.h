@@ -196,7 +196,7 @@ class TextCorpusReader {
 };
 
 // The extension that says a corpus's format, lowercase, after a compression extension (.gz, .zst,
-// .xz): ".jsonl" for "c4.JSONL.gz".
+// .xz): ".jsonl" for "c4.JSONL.gz". A GrowingFile's is its name's (growing_file.h).
 std::string corpus_extension(const std::string& path);
 
 // Whether `path` names a JSON Lines corpus (".jsonl", maybe compressed).

@@ -3,14 +3,8 @@
 // a live torch.jit.ScriptModule. scan() takes the command line's flags (analysis_command.h), so
 // both front ends share one set of options, defaults, checks and messages; the Python package
 // (headscan/_api.py) only turns keyword arguments into those flags.
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -27,8 +21,12 @@
 #include <torch/script.h>
 
 #include "analyzer/cli/analysis_command.h"
+#include "analyzer/cli/option_values.h"
 #include "analyzer/errors.h"
 #include "analyzer/model/model.h"
+#include "analyzer/python/document_spool.h"
+#include "analyzer/python/pending_error.h"
+#include "analyzer/python/temporary_file.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/run/compare_command.h"
 #include "reports/plots.h"
@@ -40,45 +38,6 @@ namespace headscan {
 namespace {
 
 std::string type_name(py::handle object) { return py::str(py::type::handle_of(object).attr("__name__")); }
-
-// A temporary file in $TMPDIR (else /tmp) standing in for what the user gave (a live module, an
-// iterable of strings), removed when it dies.
-class StandIn {
- public:
-  StandIn(const char* stem, const char* suffix) {
-    const char* directory = std::getenv("TMPDIR");
-    path_ = fmt::format("{}/headscan-{}-XXXXXX{}", directory != nullptr && *directory != '\0' ? directory : "/tmp",
-                        stem, suffix);
-    const int fd = mkstemps(path_.data(), static_cast<int>(std::strlen(suffix)));
-    if (fd < 0) {
-      throw std::runtime_error(fmt::format("cannot create a temporary file {} ({})", path_, std::strerror(errno)));
-    }
-    close(fd);
-  }
-  ~StandIn() { unlink(path_.c_str()); }
-  StandIn(const StandIn&) = delete;
-  StandIn& operator=(const StandIn&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// What a Python callback raised while the run went on without the GIL: kept, the run stopped with
-// Interrupted, and raised again once the run has unwound.
-struct PendingPythonError {
-  std::optional<py::error_already_set> error;
-
-  [[noreturn]] void stop(py::error_already_set&& raised) {
-    error = std::move(raised);
-    throw Interrupted();
-  }
-  [[noreturn]] void raise() {
-    if (error) throw std::move(*error);
-    PyErr_SetNone(PyExc_KeyboardInterrupt);
-    throw py::error_already_set();
-  }
-};
 
 // A live ScriptModule saved as the archive the command line would load (torch.jit.save), with
 // `metadata` as its extra/headscan.json and `tokenizer_json` as its extra/tokenizer.json: both
@@ -97,26 +56,6 @@ std::unique_ptr<StandIn> save_module(const torch::jit::Module& module, const std
                                  "give the file's path",
                                  e.what()));
   }
-  return file;
-}
-
-// The documents of an iterable of strings, one JSON Lines object each ({"text": …}), so that a
-// document may hold line breaks.
-std::unique_ptr<StandIn> spool_documents(const py::iterable& documents) {
-  auto file = std::make_unique<StandIn>("corpus", ".jsonl");
-  std::ofstream out(file->path(), std::ios::binary);
-  std::size_t index = 0;
-  for (const py::handle item : documents) {
-    if (!py::isinstance<py::str>(item)) {
-      throw InputError(fmt::format("corpus item {} is a {}, expected a str: give a path, or an iterable of strings "
-                                   "(one document each)",
-                                   index, type_name(item)));
-    }
-    out << nlohmann::json{{"text", item.cast<std::string>()}}.dump() << '\n';
-    ++index;
-  }
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write the corpus to {}", file->path()));
   return file;
 }
 
@@ -185,19 +124,19 @@ ScanResult scan_from_python(const py::object& model, const py::object& corpus, c
   command.parse(args);
   AnalysisOptions options = command.finish();
 
+  PendingPythonError pending;
   std::unique_ptr<StandIn> model_file;
-  std::unique_ptr<StandIn> corpus_file;
+  std::unique_ptr<DocumentSpool> corpus_file;
   if (module) {
     model_file = save_module(*module, metadata, tokenizer_json);
     options.model_path = model_file->path();
     options.model_name = fmt::format("<{}>", module->type()->name() ? module->type()->name()->name() : "ScriptModule");
   }
   if (!corpus_is_path) {
-    corpus_file = spool_documents(corpus);
+    corpus_file = std::make_unique<DocumentSpool>(corpus, pending);
     options.corpus_path = corpus_file->path();
     options.corpus_name = fmt::format("<{}>", type_name(corpus));
   }
-  PendingPythonError pending;
   const py::object* progress_callback = progress.is_none() ? nullptr : &progress;
   options.progress = progress_callback != nullptr;
   if (progress_callback != nullptr) {
@@ -211,9 +150,11 @@ ScanResult scan_from_python(const py::object& model, const py::object& corpus, c
     };
   }
   // Ctrl-C: Python's handler only notes the signal while the run holds no GIL; it runs here, at
-  // most every 50 ms, between batches and documents.
+  // most every 50 ms, between batches and documents. What the iterable of documents raised stops
+  // the run here too.
   auto last_check = std::chrono::steady_clock::now();
   options.check_interrupt = [&pending, &last_check] {
+    if (pending.stopped()) throw Interrupted();
     const auto now = std::chrono::steady_clock::now();
     if (now - last_check < std::chrono::milliseconds(50)) return;
     last_check = now;
@@ -225,6 +166,11 @@ ScanResult scan_from_python(const py::object& model, const py::object& corpus, c
     return scan(options);
   } catch (const Interrupted&) {
     pending.raise();
+  } catch (...) {
+    // The end of the documents that pulling one failed at is no corpus's end: what failed is the
+    // error (the reader may have met the end of the file first, e.g. "the corpus is empty").
+    if (pending.stopped()) pending.raise();
+    throw;
   }
 }
 
@@ -316,12 +262,13 @@ PYBIND11_MODULE(_core, m) {
         return compare_summary_dict(summary);
       }, py::arg("output_dir"), py::arg("force"), py::arg("html"), py::arg("plots"));
 
-  // compare(runs, scores, steps): `runs` holds (name or path, heads.json text or None).
+  // compare(runs, scores, steps): `runs` holds (name or path, heads.json text or None); `steps` is
+  // None or the text of `headscan compare --steps`, read by the command line's parser.
   m.def("compare", [](const std::vector<std::pair<std::string, std::optional<std::string>>>& runs,
-                      const std::vector<std::string>& scores, const std::vector<std::int64_t>& steps) {
+                      const std::vector<std::string>& scores, const std::optional<std::string>& steps) {
     CompareOptions options;
     options.scores = scores;
-    options.steps = steps;
+    if (steps) options.steps = parse_steps_option(*steps);
     std::vector<CompareInput> inputs;
     for (const auto& [given, text] : runs) inputs.push_back(CompareInput{given, text});
     const py::gil_scoped_release release;

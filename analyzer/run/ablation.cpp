@@ -10,6 +10,7 @@
 
 #include "analyzer/errors.h"
 #include "analyzer/run/batch_tensors.h"
+#include "analyzer/run/model_output.h"
 #include "analyzer/run/run_state.h"
 
 namespace headscan {
@@ -133,10 +134,8 @@ AblationObjective choose_ablation_objective(const RunState& state) {
         path));
   }
   const Tokenizer& tokenizer = *state.text.tokenizer;
-  const bool logits = state.shape.logits_width >= tokenizer.vocab_size();
-  const std::string output = state.shape.logits_width > 0
-                                 ? fmt::format("[batch, tokens, {}]", state.shape.logits_width)
-                                 : std::string("no [batch, tokens, vocabulary] tensor");
+  const bool logits = returns_logits(state.shape, tokenizer.vocab_size());
+  const std::string output = output_description(state.shape, tokenizer.vocab_size());
   AblationObjective objective;
   if (state.shape.causal) {
     if (!logits) {

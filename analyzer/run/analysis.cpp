@@ -14,6 +14,7 @@
 #include "analyzer/run/analysis.h"
 #include "analyzer/run/count_warnings.h"
 #include "analyzer/run/kv_plan.h"
+#include "analyzer/run/model_output.h"
 #include "analyzer/run/output_dir.h"
 #include "analyzer/run/pass.h"
 #include "analyzer/run/run_state.h"
@@ -87,6 +88,7 @@ nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresho
   model.forward = state.model->forward_schema();
   model.max_length = state.text.shape.max_length;
   model.step = metadata.step;
+  model.lm_head_note = missing_logits_note(state.shape, state.text.tokenizer->vocab_size());
   if (model.kv_heads <= 0 || state.shape.heads % model.kv_heads != 0) {
     throw InputError(fmt::format("{}:headscan.json: n_kv_heads {} does not divide the {} query heads found",
                                  state.model->path(), model.kv_heads, state.shape.heads));

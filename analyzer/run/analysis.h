@@ -22,9 +22,10 @@ namespace headscan {
 // module's tqdm bar). Called after every batch and once more at the end (`final`).
 struct ProgressUpdate {
   std::uint64_t done = 0;   // work done so far, in `unit`
-  std::uint64_t total = 0;  // the work of the pass, in `unit`
+  std::uint64_t total = 0;  // the work of the pass, in `unit`; 0 when unknown
   std::uint64_t tokens = 0; // tokens analysed so far
-  const char* unit = "";    // "bytes" (of the corpus file) or "sequences" (with max_sequences)
+  // "bytes" (of the corpus file) or "sequences" (with max_sequences, or a corpus of unknown size)
+  const char* unit = "";
   bool final = false;
 };
 

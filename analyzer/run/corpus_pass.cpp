@@ -25,8 +25,12 @@ class CorpusPass : public Pass {
     const auto batch_size = static_cast<std::size_t>(options.batch_size);
     Batcher batcher(batch_size, state.pads(), batch_size * kBufferedBatches);
     const bool by_sequences = options.max_sequences > 0;
+    // A corpus of unknown size (still being written: an iterable of the Python package) counts its
+    // sequences, of no known total.
+    const bool count_sequences = by_sequences || reader.total_bytes() == 0;
     Progress progress(options.progress, by_sequences ? options.max_sequences : reader.total_bytes(),
-                      by_sequences ? "sequences" : "corpus", options.on_progress, by_sequences ? "sequences" : "bytes");
+                      count_sequences ? "sequences" : "corpus", options.on_progress,
+                      count_sequences ? "sequences" : "bytes");
     std::int64_t queued = 0;
     std::int64_t batch_index = 0;
     auto run_batches = [&](const std::vector<std::vector<Sequence>>& batches) {
@@ -38,7 +42,7 @@ class CorpusPass : public Pass {
         }
         for (const Sequence& sequence : batch) summary.tokens += static_cast<std::int64_t>(sequence.ids.size());
         summary.sequences += static_cast<std::int64_t>(batch.size());
-        progress.update(by_sequences ? summary.sequences : reader.counts().bytes_read, summary.tokens);
+        progress.update(count_sequences ? summary.sequences : reader.counts().bytes_read, summary.tokens);
       }
     };
     std::vector<Sequence> sequences = std::move(state.first_sequences);

@@ -25,7 +25,7 @@ Progress::Progress(bool enabled, std::uint64_t total, std::string unit_name,
       unit_(unit),
       enabled_(enabled),
       terminal_(isatty(STDERR_FILENO) != 0),
-      total_(std::max<std::uint64_t>(total, 1)),
+      total_(total),
       unit_name_(std::move(unit_name)),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
@@ -33,10 +33,12 @@ Progress::Progress(bool enabled, std::uint64_t total, std::string unit_name,
 void Progress::update(std::uint64_t done, std::uint64_t tokens) {
   if (!enabled_) return;
   if (callback_) {
-    callback_(ProgressUpdate{std::min(done, total_), total_, tokens, unit_, false});
+    done_ = done;
+    callback_(ProgressUpdate{total_ > 0 ? std::min(done, total_) : done, total_, tokens, unit_, false});
     return;
   }
-  const double fraction = std::min(1.0, static_cast<double>(done) / static_cast<double>(total_));
+  const double fraction =
+      total_ > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total_)) : 0.0;
   if (terminal_) {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_draw_ < std::chrono::milliseconds(200)) return;
@@ -54,7 +56,7 @@ void Progress::update(std::uint64_t done, std::uint64_t tokens) {
 void Progress::finish(std::uint64_t tokens) {
   if (!enabled_) return;
   if (callback_) {
-    callback_(ProgressUpdate{total_, total_, tokens, unit_, true});
+    callback_(ProgressUpdate{total_ > 0 ? total_ : done_, total_, tokens, unit_, true});
     return;
   }
   draw(1.0, tokens, true);

@@ -13,7 +13,8 @@ namespace headscan {
 
 class Progress {
  public:
-  // `total` is the amount of work in the unit of update() (corpus bytes, or sequences).
+  // `total` is the amount of work in the unit of update() (corpus bytes, or sequences); 0 when
+  // unknown (a corpus still being written): a callback is then given the total 0.
   // With `callback` set, every update goes to it (in `unit`) instead of stderr.
   Progress(bool enabled, std::uint64_t total, std::string unit_name,
            std::function<void(const ProgressUpdate&)> callback = {}, const char* unit = "");
@@ -29,6 +30,7 @@ class Progress {
   bool enabled_;
   bool terminal_;
   std::uint64_t total_;
+  std::uint64_t done_ = 0;
   std::string unit_name_;
   int last_decile_ = -1;
   std::chrono::steady_clock::time_point start_;

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
+from ._core import InputError
 
 # Options of the command line that are not scan()'s: where and what to write is Report.save()'s,
 # progress is scan(progress=…)'s, and a shard's state is not a report (use the command line).
@@ -30,6 +31,36 @@ def _number_text(number: Any) -> str:
     if isinstance(number, numbers.Integral):
         return str(int(number))
     return repr(float(number))
+
+
+def _utf8(text: Any, where: str, what_to_do: str = 'decode the text with errors="replace", or leave the character '
+          'out') -> Any:
+    """``text`` (when a str) as given, or InputError saying where it holds what UTF-8 cannot encode:
+    the core reads UTF-8, and the corpus's strings are refused the same way."""
+    if isinstance(text, str):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise InputError(f"{where} holds U+{ord(text[error.start]):04X} at index {error.start}, a lone surrogate, "
+                             f"which UTF-8 cannot encode (what errors=\"surrogateescape\" leaves of undecodable "
+                             f"bytes); {what_to_do}") from None
+    return text
+
+
+_PATH_ADVICE = "give a path that is valid UTF-8 (rename the file or folder)"
+
+
+def _check_metadata(value: Any, where: str) -> None:
+    """Every string of ``metadata`` (keys too) encodable as UTF-8."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _utf8(key, f"a key of {where}")
+            _check_metadata(item, f"{where}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_metadata(item, f"{where}[{index}]")
+    else:
+        _utf8(value, where)
 
 
 def _flags(options: Mapping[str, Any]) -> list:
@@ -52,11 +83,13 @@ def _flags(options: Mapping[str, Any]) -> list:
         if repeatable:  # thresholds={"name": value}, or ["name=value", …]
             texts = [value] if isinstance(value, str) else value
             if isinstance(texts, Mapping):
+                for key in texts:
+                    _utf8(key, f"a key of {keyword}=")
                 texts = [f"{key}={_number_text(number)}" for key, number in texts.items()]
             for text in texts:
                 if not isinstance(text, str) or "=" not in text:
                     raise TypeError(f"{keyword}= takes a dict of name: value, or strings NAME=VALUE; not {text!r}")
-                flags += ["--" + name, text]
+                flags += ["--" + name, _utf8(text, f"{keyword}=")]
             continue
         if isinstance(value, bool):
             raise TypeError(f"{keyword}= takes a value, not {value!r}")
@@ -66,7 +99,7 @@ def _flags(options: Mapping[str, Any]) -> list:
             value = _number_text(value)
         elif not isinstance(value, str):
             value = str(value).removeprefix("torch.")  # dtype=torch.bfloat16
-        flags += ["--" + name, str(value)]
+        flags += ["--" + name, _utf8(str(value), f"{keyword}=")]
     return flags
 
 
@@ -80,7 +113,7 @@ class _TqdmProgress:
 
     def __call__(self, done: int, total: int, tokens: int, unit: str, final: bool) -> None:
         if self._bar is None:
-            self._bar = self._tqdm(total=total, unit="B" if unit == "bytes" else " sequences",
+            self._bar = self._tqdm(total=total or None, unit="B" if unit == "bytes" else " sequences",
                                    unit_scale=unit == "bytes", desc="headscan")
             self._bar.start_t = self._started  # the rate and ETA count from the scan's start
         self._bar.n = done
@@ -135,6 +168,7 @@ class Report:
 
     def __init__(self, result: "_core.ScanResult"):
         self._result = result
+        self._saved: list = []  # the directories save() wrote: compare() knows this run by them too
         self.json: dict = json.loads(result.heads_json())
         summary = result.summary()
         self.warnings: list = summary["warnings"]
@@ -150,7 +184,8 @@ class Report:
              plots: bool = True) -> Path:
         """Writes the report directory as the command line does: heads.json, heads.csv, idf.txt,
         kv_plan/, the HTML pages and the PNG plots. ``force`` replaces an earlier report there."""
-        summary = self._result.save(os.fspath(directory), force, html, plots)
+        summary = self._result.save(_utf8(os.fspath(directory), "directory", _PATH_ADVICE), force, html, plots)
+        self._saved.append(Path(directory))
         # The heads.json written, whose "run" holds the report phase too.
         self.json = json.loads((Path(directory) / "heads.json").read_text(encoding="utf-8"))
         _warn(summary["warnings"][len(self.warnings):])
@@ -182,10 +217,12 @@ def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress
     ``torch.jit.trace`` returns; ``metadata`` is then its headscan.json, e.g.
     ``{"causal": True}``, and ``tokenizer`` may be a ``tokenizers.Tokenizer`` or a fast
     transformers tokenizer). ``corpus``: a path (text, .jsonl, .conllu, compressed) or an iterable of
-    strings, one document each. ``options``: the command line's, by name (``max_length``,
+    strings, one document each, pulled only as far as the analysis reads (``max_sequences``).
+    ``options``: the command line's, by name (``max_length``,
     ``batch_size``, ``ablation``, ``thresholds={"previous_token": 0.6}``, ``device``, ``dtype``,
     ``examples``, ``tokenizer``, ``parser``, …) with its defaults. ``progress``: a tqdm bar when
-    tqdm is installed, False for none, or a function of (done, total, tokens, unit, final).
+    tqdm is installed, False for none, or a function of (done, total, tokens, unit, final); total is
+    0 when unknown (an iterable's sequences without ``max_sequences``).
 
     Raises InputError where the command line exits 2 and RunError where it exits 1, with its
     messages; KeyboardInterrupt (Ctrl-C) stops the run.
@@ -194,6 +231,10 @@ def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress
         model = os.fspath(model)
     if isinstance(corpus, os.PathLike):
         corpus = os.fspath(corpus)
+    _utf8(model, "model", _PATH_ADVICE)
+    _utf8(corpus, "corpus", _PATH_ADVICE)
+    if metadata:
+        _check_metadata(dict(metadata), "metadata")
     tokenizer_json = ""
     tokenizer = options.get("tokenizer")
     if tokenizer is not None and not isinstance(tokenizer, (str, os.PathLike)):
@@ -233,7 +274,7 @@ class Comparison:
     def save(self, directory: Union[str, os.PathLike], *, force: bool = False, html: bool = True,
              plots: bool = True) -> Path:
         """Writes compare.json, compare.csv and the comparison's report as ``headscan compare`` does."""
-        summary = self._result.save(os.fspath(directory), force, html, plots)
+        summary = self._result.save(_utf8(os.fspath(directory), "directory", _PATH_ADVICE), force, html, plots)
         _warn(summary["warnings"][len(self.summary["warnings"]):])
         return Path(directory)
 
@@ -249,7 +290,7 @@ def compare(runs: Sequence[Union[Report, str, os.PathLike]], *, scores: Optional
             steps: Optional[Sequence[int]] = None) -> Comparison:
     """Puts reports side by side as ``headscan compare`` does: each run a :class:`Report` or the path
     of a report directory (or its heads.json). ``scores`` and ``steps`` are ``--scores`` and
-    ``--steps``."""
+    ``--steps`` (a list, or the command line's text "0,500,1000"), with its checks and messages."""
     inputs = []
     for index, run in enumerate(runs):
         if isinstance(run, Report):
@@ -257,8 +298,51 @@ def compare(runs: Sequence[Union[Report, str, os.PathLike]], *, scores: Optional
             name = str(model.get("name") or Path(str(model["path"])).stem or f"run {index}")
             inputs.append((name, run._result.heads_json()))
         else:
-            inputs.append((os.fspath(run), None))
-    result = _core.compare(inputs, list(scores or []), [int(step) for step in steps or []])
+            inputs.append((_utf8(os.fspath(run), f"run {index}", _PATH_ADVICE), None))
+    _refuse_runs_given_twice(runs, [given for given, _ in inputs])
+    for score in scores or []:
+        _utf8(score, "scores=")
+    result = _core.compare(inputs, list(scores or []), None if steps is None else _steps_text(steps))
     comparison = Comparison(result)
     _warn(comparison.summary["warnings"])
     return comparison
+
+
+def _steps_text(steps: Union[str, Sequence[int]]) -> str:
+    """``steps`` as ``--steps`` takes them, for the command line's parser to check: whole numbers
+    as written, anything else as its text (which the parser refuses, quoting it)."""
+    if isinstance(steps, str):
+        return _utf8(steps, "steps=")
+    texts = []
+    for step in steps:
+        integral = isinstance(step, numbers.Integral) and not isinstance(step, bool)
+        texts.append(str(int(step)) if integral else _utf8(str(step), "steps="))
+    return ",".join(texts)
+
+
+def _refuse_runs_given_twice(runs: Sequence[Any], given: Sequence[str]) -> None:
+    """A run given twice is refused as ``headscan compare`` refuses a directory given twice (the
+    core compares directories with each other): the same Report, or a Report and a directory it was
+    saved to."""
+    def directory(path: str) -> Path:
+        path = Path(path)
+        return path.parent if path.name == "heads.json" and path.is_file() else path
+
+    def same_directory(a: Path, b: Path) -> bool:
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return False
+
+    for i, run in enumerate(runs):
+        for j in range(i):
+            earlier = runs[j]
+            if isinstance(run, Report) and isinstance(earlier, Report):
+                twice = run is earlier or run._result is earlier._result
+            elif isinstance(run, Report) or isinstance(earlier, Report):
+                report, path = (run, given[j]) if isinstance(run, Report) else (earlier, given[i])
+                twice = any(same_directory(saved, directory(path)) for saved in report._saved)
+            else:
+                twice = False  # two paths: the core's check
+            if twice:
+                raise InputError(f"{given[i]}: this run is given twice (also as {given[j]})")
