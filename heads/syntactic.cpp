@@ -1,6 +1,8 @@
 // syntactic: per dependency relation and direction, how often the word a head attends to most is
 // the relation's other end, against the most common word offset (Clark et al. 2019, §4.2; Voita et
 // al. 2019, §5.2; DESIGN.md, "Syntactic heads"). Label "syntactic" when any relation passes.
+// Words sharing tokens (a multiword token's) are one local word (SequenceWords): a prediction is
+// right when it is the target's local word, and arcs inside one are not in the batch's arcs.
 #include "heads/syntactic.h"
 
 #include <cmath>

@@ -9,7 +9,9 @@ namespace headscan {
 
 struct SequenceWords;
 
-// For each query word, the other word it attends to most, on the attention's device. attention: [B, H, T, T];
+// For each query word, the other word it attends to most, on the attention's device. Words are
+// SequenceWords' local words: the words of a multiword token, which share their tokens, are one,
+// so none of them is a candidate for another, and the lowest index stands for all. attention: [B, H, T, T];
 // token_word: [B, T] int64, the sequence's local word of each token, or `words` (the largest word
 // count in the batch) for tokens that belong to no word. Attention to a word is the sum over its
 // tokens' columns, attention from a word the mean over its tokens' rows, both as products with the

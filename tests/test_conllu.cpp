@@ -1,5 +1,6 @@
-// The CoNLL-U reader: sentence text rebuilt from FORMs and SpaceAfter=No, word spans, heads and
-// main relations; ranges, empty nodes and comments skipped; malformed input rejected with the line.
+// The CoNLL-U reader: sentence text rebuilt from FORMs and SpaceAfter=No, multiword tokens as the
+// treebank wrote them, word spans, heads and main relations; empty nodes skipped; the text checked
+// against `# text`; malformed input rejected with the line.
 
 #include <catch2/catch.hpp>
 
@@ -25,12 +26,14 @@ std::string row(const std::string& id, const std::string& form, const std::strin
   return id + "\t" + form + "\t_\t_\t_\t_\t" + head + "\t" + deprel + "\t_\t" + misc + "\n";
 }
 
-// Each word as "FORM [begin,end) head:relation", FORM cut from the text by the span.
+// Each word as "FORM [begin,end) head:relation", FORM cut from the text by the span; "+" before
+// a later word of a multiword token.
 std::vector<std::string> words(const ConlluSentence& sentence) {
   std::vector<std::string> described;
   for (const auto& word : sentence.parse.words) {
-    described.push_back(fmt::format("{} [{},{}) {}:{}", sentence.text.substr(word.begin, word.end - word.begin),
-                                    word.begin, word.end, word.head, word.relation));
+    described.push_back(fmt::format("{}{} [{},{}) {}:{}", word.continues_multiword ? "+" : "",
+                                    sentence.text.substr(word.begin, word.end - word.begin), word.begin, word.end,
+                                    word.head, word.relation));
   }
   return described;
 }
@@ -104,9 +107,9 @@ TEST_CASE("[conllu] rebuilds the text, spans, heads and relations", "[conllu]") 
   }
 }
 
-TEST_CASE("[conllu] skips multiword ranges, empty nodes and comments", "[conllu]") {
+TEST_CASE("[conllu] multiword tokens give the text as the treebank wrote it", "[conllu]") {
   TempDir dir;
-  SECTION("a range is not a word; its SpaceAfter=No applies to its last word") {
+  SECTION("the token's FORM and SpaceAfter=No; its words share its span") {
     // Portuguese "Eu vou dizer-lhe." (UD_Portuguese-Bosque splits dizer-lhe into dizer + lhe).
     const std::string path =
         dir.write("s.conllu", row("1", "Eu", "2", "nsubj") + row("2", "vou", "0", "root") +
@@ -114,10 +117,88 @@ TEST_CASE("[conllu] skips multiword ranges, empty nodes and comments", "[conllu]
                                   row("4", "lhe", "3", "iobj") + row("5", ".", "2", "punct") + "\n");
     const auto sentences = read_all(path);
     REQUIRE(sentences.size() == 1);
-    CHECK(sentences[0].text == "Eu vou dizer lhe.");
-    CHECK(words(sentences[0]) == std::vector<std::string>{"Eu [0,2) 1:nsubj", "vou [3,6) -1:", "dizer [7,12) 1:xcomp",
-                                                          "lhe [13,16) 2:iobj", ". [16,17) 1:punct"});
+    CHECK(sentences[0].text == "Eu vou dizer-lhe.");
+    CHECK(words(sentences[0]) == std::vector<std::string>{"Eu [0,2) 1:nsubj", "vou [3,6) -1:",
+                                                          "dizer-lhe [7,16) 1:xcomp", "+dizer-lhe [7,16) 2:iobj",
+                                                          ". [16,17) 1:punct"});
   }
+  SECTION("English contractions and a fused token of three words; the words' FORMs and MISC give no text") {
+    // EWT: "don't" = do + n't, "Google's" = Google + 's; Spanish "dámelo" = da + me + lo. A
+    // SpaceAfter=No on a word inside a token is not read: the token's MISC says what follows it.
+    const std::string path = dir.write(
+        "s.conllu", "# sent_id = ewt-1\n# text = I don't like Google's dámelo\n" + row("1", "I", "4", "nsubj") +
+                        row("2-3", "don't", "_", "_") + row("2", "do", "4", "aux", "SpaceAfter=No") +
+                        row("3", "n't", "4", "advmod") + row("4", "like", "0", "root") +
+                        row("5-6", "Google's", "_", "_") + row("5", "Google", "4", "obj") + row("6", "'s", "5", "case") +
+                        row("7-9", "dámelo", "_", "_") + row("7", "da", "4", "parataxis") + row("8", "me", "7", "iobj") +
+                        row("9", "lo", "7", "obj") + "\n");
+    ConlluReader reader(path);
+    const auto sentences = read_all(reader);
+    REQUIRE(sentences.size() == 1);
+    CHECK(sentences[0].text == "I don't like Google's dámelo");
+    CHECK(words(sentences[0]) ==
+          std::vector<std::string>{"I [0,1) 3:nsubj", "don't [2,7) 3:aux", "+don't [2,7) 3:advmod", "like [8,12) -1:",
+                                   "Google's [13,21) 3:obj", "+Google's [13,21) 4:case", "dámelo [22,29) 3:parataxis",
+                                   "+dámelo [22,29) 6:iobj", "+dámelo [22,29) 6:obj"});
+    CHECK(reader.text_mismatches() == 0);
+    CHECK(reader.text_warning().empty());
+  }
+  SECTION("a multiword token in the middle of a sentence, the next word after its space") {
+    // French "Il va au marché" (au = à + le).
+    const auto sentences =
+        read_all(dir.write("s.conllu", row("1", "Il", "2", "nsubj") + row("2", "va", "0", "root") +
+                                           row("3-4", "au", "_", "_") + row("3", "à", "5", "case") +
+                                           row("4", "le", "5", "det") + row("5", "marché", "2", "obl")));
+    REQUIRE(sentences.size() == 1);
+    CHECK(sentences[0].text == "Il va au marché");
+    CHECK(words(sentences[0]) == std::vector<std::string>{"Il [0,2) 1:nsubj", "va [3,5) -1:", "au [6,8) 4:case",
+                                                          "+au [6,8) 4:det", "marché [9,16) 1:obl"});
+  }
+}
+
+TEST_CASE("[conllu] the text is checked against the sentence's # text comment", "[conllu]") {
+  TempDir dir;
+  const std::string contraction =
+      row("1", "I", "3", "nsubj") + row("2-3", "can't", "_", "_") + row("2", "ca", "4", "aux") +
+      row("3", "n't", "4", "advmod") + row("4", "go", "0", "root", "SpaceAfter=No") + row("5", ".", "4", "punct");
+  SECTION("spaces around = and trailing whitespace do not count; other comments are not read") {
+    ConlluReader reader(dir.write("s.conllu", "#text=I can't go.  \n# text_en = I cannot go.\n" + contraction));
+    const auto sentences = read_all(reader);
+    REQUIRE(sentences.size() == 1);
+    CHECK(sentences[0].text == "I can't go.");
+    CHECK(reader.text_mismatches() == 0);
+    CHECK(reader.text_warning().empty());
+  }
+  SECTION("a mismatch is a warning naming the sentences, quoting the first where it differs") {
+    const std::string path = dir.write(
+        "s.conllu", "# sent_id = s1\n# text = I can not go.\n" + contraction + "\n# text = Fine\n" +
+                        row("1", "Fine", "0", "root") + "\n# text = Yes.\n" + row("1", "Yes", "0", "root") + "\n" +
+                        "# sent_id = s4\n# text = OK\n" + row("1", "ok", "0", "root") + "\n# text = No\n" +
+                        row("1", "no", "0", "root") + "\n# text = Go\n" + row("1", "go", "0", "root"));
+    ConlluReader reader(path);
+    const auto sentences = read_all(reader);
+    REQUIRE(sentences.size() == 6);
+    CHECK(sentences[0].text == "I can't go.");
+    CHECK(reader.text_mismatches() == 5);
+    CHECK(reader.text_warning() ==
+          path + ": 5 sentence(s) whose words do not spell their `# text` comment, and the model reads the words' "
+                 "text: line 1 (sent_id s1): the words read \"…can't go.\" where `# text` has \"…can not go.\"; line "
+                 "13; line 16 (sent_id s4); and 2 more; check their FORMs, multiword tokens and SpaceAfter=No");
+  }
+  SECTION("a long text is quoted in part, not cutting a character") {
+    const std::string long_words = std::string(29, 'a') + "é" + "bcd";  // the text's bytes 31 and 32
+    const std::string path = dir.write("s.conllu", "# text = x " + long_words + "z\n" + row("1", "x", "0", "root") +
+                                                       row("2", long_words, "1", "dep"));
+    ConlluReader reader(path);
+    read_all(reader);
+    CHECK_THAT(reader.text_warning(),
+               Catch::Contains("line 1: the words read \"…" + std::string(29, 'a') + "…\" where `# text` has \"…" +
+                               std::string(29, 'a') + "…\""));
+  }
+}
+
+TEST_CASE("[conllu] skips empty nodes and comments", "[conllu]") {
+  TempDir dir;
   SECTION("an empty node is skipped entirely") {
     const std::string path =
         dir.write("s.conllu", row("1", "Sue", "2", "nsubj") + row("2", "likes", "0", "root") +
@@ -242,6 +323,19 @@ TEST_CASE("[conllu] rejects malformed lines with their line number", "[conllu]")
         dir.write("negative.conllu", row("1", "A", "0", "root") + row("2", "B", "-1", "dep"));
     CHECK_THAT(input_error(negative),
                Catch::StartsWith(negative + ":2: expected HEAD of word 2 between 0") && Catch::Contains("found -1;"));
+  }
+  SECTION("an empty multiword token FORM") {
+    const std::string path = dir.write("bad.conllu", row("1-2", "", "_", "_") + row("1", "de", "0", "root") +
+                                                         row("2", "el", "1", "det"));
+    CHECK(input_error(path) ==
+          path + ":1: expected a FORM for multiword token 1-2, found an empty field; write the token as the text has it");
+  }
+  SECTION("overlapping multiword ranges") {
+    const std::string path = dir.write("bad.conllu", row("1-3", "abc", "_", "_") + row("1", "a", "0", "root") +
+                                                         row("2-3", "bc", "_", "_") + row("2", "b", "1", "dep") +
+                                                         row("3", "c", "1", "dep"));
+    CHECK(input_error(path) == path + ":3: expected a multiword range after the words of range 1-3, found 2-3; a word "
+                                      "belongs to one multiword token at most");
   }
   SECTION("a range whose words are missing") {
     const std::string path = dir.write("bad.conllu", good + row("1-2", "del", "_", "_") + row("1", "de", "0", "root"));

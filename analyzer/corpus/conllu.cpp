@@ -23,6 +23,10 @@ constexpr const char* kExpected = "expected a UTF-8 CoNLL-U file (Universal Depe
 // Words, multiword ranges and empty nodes of one sentence, held until it ends: treebanks' longest
 // sentences have a few hundred; a file with no blank line would otherwise be held whole.
 constexpr std::size_t kMaxSentenceLines = 100000;
+// Sentences whose `# text` comment differs from their text that the warning names by line.
+constexpr std::size_t kNamedMismatches = 3;
+// Bytes of each text the warning quotes, from the start of the word where they differ.
+constexpr std::size_t kExcerptBytes = 30;
 
 // The ten columns of a word line, https://universaldependencies.org/format.html.
 enum Column : std::size_t { kId, kForm, kLemma, kUpos, kXpos, kFeats, kHead, kDeprel, kDeps, kMisc, kColumns };
@@ -84,6 +88,28 @@ bool has_space_after_no(std::string_view misc) {
 
 bool is_blank(std::string_view line) { return line.find_first_not_of(" \t") == std::string_view::npos; }
 
+// The value of a comment `# KEY = VALUE` (spaces around `=` optional, trailing whitespace not part
+// of it); nullopt for another comment.
+std::optional<std::string_view> comment_value(std::string_view line, std::string_view key) {
+  const auto skip_spaces = [&line] { line.remove_prefix(std::min(line.size(), line.find_first_not_of(" \t"))); };
+  line.remove_prefix(1);  // '#'
+  skip_spaces();
+  if (line.substr(0, key.size()) != key) return std::nullopt;
+  line.remove_prefix(key.size());
+  skip_spaces();
+  if (line.empty() || line.front() != '=') return std::nullopt;
+  line.remove_prefix(1);
+  skip_spaces();
+  return line.substr(0, line.find_last_not_of(" \t") + 1);
+}
+
+// Up to kExcerptBytes of `text` from `start`, not cutting a character, with "…" where it is cut.
+std::string excerpt(std::string_view text, std::size_t start) {
+  std::size_t end = std::min(text.size(), start + kExcerptBytes);
+  while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // a UTF-8 continuation
+  return fmt::format("{}{}{}", start > 0 ? "…" : "", text.substr(start, end - start), end < text.size() ? "…" : "");
+}
+
 struct WordLine {
   std::string form;
   std::optional<long long> head;  // nullopt: HEAD `_`
@@ -94,7 +120,8 @@ struct WordLine {
 
 struct RangeLine {
   Id id;
-  std::string text;             // as written, for messages
+  std::string text;             // the ID as written, for messages
+  std::string form;             // the token as the text has it ("don't")
   std::size_t words_before = 0;  // integer-ID words read before the range line
   bool space_after = true;
   std::size_t line_number = 0;
@@ -109,9 +136,14 @@ class SentenceParser {
 
   // Takes one non-blank, non-comment line.
   void add_line(std::string_view line, std::size_t line_number);
+  // Takes one comment line; keeps its `# text` and `# sent_id`.
+  void add_comment(std::string_view line);
 
   // Checks ranges, HEADs and cycles; fills `sentence` (all but line_number).
   void finish(ConlluSentence& sentence);
+
+  const std::optional<std::string>& text_comment() const { return text_comment_; }
+  const std::string& sent_id() const { return sent_id_; }
 
  private:
   [[noreturn]] void fail(std::size_t line_number, const std::string& message) const {
@@ -122,7 +154,18 @@ class SentenceParser {
   const std::string& path_;
   std::vector<WordLine> words_;
   std::vector<RangeLine> ranges_;
+  std::optional<std::string> text_comment_;  // the first `# text`
+  std::string sent_id_;                      // the first `# sent_id`
 };
+
+void SentenceParser::add_comment(std::string_view line) {
+  if (!text_comment_) {
+    if (const std::optional<std::string_view> text = comment_value(line, "text")) text_comment_ = std::string(*text);
+  }
+  if (sent_id_.empty()) {
+    if (const std::optional<std::string_view> id = comment_value(line, "sent_id")) sent_id_ = *id;
+  }
+}
 
 void SentenceParser::add_line(std::string_view line, std::size_t line_number) {
   Fields fields;
@@ -140,7 +183,13 @@ void SentenceParser::add_line(std::string_view line, std::size_t line_number) {
   }
   if (id->kind == Id::kEmptyNode) return;  // enhanced-graph nodes carry no basic arc
   if (id->kind == Id::kRange) {
-    ranges_.push_back({*id, std::string(fields[kId]), words_.size(), !has_space_after_no(fields[kMisc]), line_number});
+    if (fields[kForm].empty()) {
+      fail(line_number, fmt::format("expected a FORM for multiword token {}, found an empty field; write the token as "
+                                    "the text has it",
+                                    fields[kId]));
+    }
+    ranges_.push_back({*id, std::string(fields[kId]), std::string(fields[kForm]), words_.size(),
+                       !has_space_after_no(fields[kMisc]), line_number});
     return;
   }
 
@@ -173,6 +222,7 @@ void SentenceParser::add_line(std::string_view line, std::size_t line_number) {
 
 void SentenceParser::finish(ConlluSentence& sentence) {
   const long long word_count = static_cast<long long>(words_.size());
+  const RangeLine* previous = nullptr;
   for (const RangeLine& range : ranges_) {
     const long long expected_first = static_cast<long long>(range.words_before) + 1;
     if (range.id.first != expected_first) {
@@ -180,13 +230,17 @@ void SentenceParser::finish(ConlluSentence& sentence) {
                                           "range line just before its first word",
                                           expected_first, range.text));
     }
+    if (previous != nullptr && range.id.first <= previous->id.last) {
+      fail(range.line_number, fmt::format("expected a multiword range after the words of range {}, found {}; a word "
+                                          "belongs to one multiword token at most",
+                                          previous->text, range.text));
+    }
     if (range.id.last > word_count) {
       fail(range.line_number, fmt::format("expected the words of range {}, found the sentence ends at word {}; "
                                           "add the range's words after it",
                                           range.text, word_count));
     }
-    // SpaceAfter=No on a multiword token describes the surface token, which ends with its last word.
-    if (!range.space_after) words_[static_cast<std::size_t>(range.id.last - 1)].space_after = false;
+    previous = &range;
   }
   for (std::size_t i = 0; i < words_.size(); ++i) {
     const std::optional<long long>& head = words_[i].head;
@@ -198,21 +252,42 @@ void SentenceParser::finish(ConlluSentence& sentence) {
   }
   check_acyclic();
 
+  // The text as the treebank wrote it: a multiword token's FORM (and its SpaceAfter=No) stands for
+  // its words, which all get its span.
   sentence.text.clear();
   sentence.parse.words.clear();
   sentence.parse.words.reserve(words_.size());
-  for (std::size_t i = 0; i < words_.size(); ++i) {
-    const WordLine& word = words_[i];
+  const auto add_word = [&](std::size_t index, std::size_t begin, bool continues_multiword) {
+    const WordLine& word = words_[index];
     ParsedWord parsed;
-    parsed.begin = sentence.text.size();
-    sentence.text += word.form;
+    parsed.begin = begin;
     parsed.end = sentence.text.size();
+    parsed.continues_multiword = continues_multiword;
     if (word.head && *word.head != 0 && !word.relation.empty()) {
       parsed.head = static_cast<int>(*word.head - 1);
       parsed.relation = word.relation;
     }
     sentence.parse.words.push_back(std::move(parsed));
-    if (word.space_after && i + 1 < words_.size()) sentence.text += ' ';
+  };
+  auto range = ranges_.begin();
+  for (std::size_t index = 0; index < words_.size();) {
+    const std::size_t begin = sentence.text.size();
+    bool space_after = true;
+    if (range != ranges_.end() && static_cast<std::size_t>(range->id.first) == index + 1) {
+      sentence.text += range->form;
+      for (std::size_t word = index; word < static_cast<std::size_t>(range->id.last); ++word) {
+        add_word(word, begin, /*continues_multiword=*/word > index);
+      }
+      index = static_cast<std::size_t>(range->id.last);
+      space_after = range->space_after;
+      ++range;
+    } else {
+      sentence.text += words_[index].form;
+      add_word(index, begin, /*continues_multiword=*/false);
+      space_after = words_[index].space_after;
+      ++index;
+    }
+    if (space_after && index < words_.size()) sentence.text += ' ';
   }
 }
 
@@ -269,7 +344,10 @@ bool ConlluReader::next(ConlluSentence& sentence) {
         first_line = lines_.line_number();
         sentence.chunk = lines_.chunk();
       }
-      if (line.front() == '#') continue;
+      if (line.front() == '#') {
+        parser.add_comment(line);
+        continue;
+      }
       if (++word_lines > kMaxSentenceLines) {
         throw InputError(fmt::format("{}:{}: {}, found a sentence of more than {} word lines (it starts on line {}); "
                                      "a sentence ends at a blank line: check the file",
@@ -282,8 +360,40 @@ bool ConlluReader::next(ConlluSentence& sentence) {
     parser.finish(sentence);
     sentence.line_number = first_line;
     ++sentences_read_;
+    if (parser.text_comment() && *parser.text_comment() != sentence.text) {
+      note_text_mismatch(sentence, *parser.text_comment(), parser.sent_id());
+    }
     return true;
   }
+}
+
+void ConlluReader::note_text_mismatch(const ConlluSentence& sentence, const std::string& comment,
+                                      const std::string& sent_id) {
+  if (text_mismatches_++ == 0) {
+    // Quoted from the start of the word where the two first differ.
+    const auto differ = std::mismatch(sentence.text.begin(), sentence.text.end(), comment.begin(), comment.end());
+    const auto at = static_cast<std::size_t>(differ.first - sentence.text.begin());
+    const std::size_t space = at == 0 ? std::string::npos : sentence.text.rfind(' ', at - 1);
+    const std::size_t start = space == std::string::npos ? 0 : space + 1;
+    first_mismatch_ = fmt::format("the words read \"{}\" where `# text` has \"{}\"", excerpt(sentence.text, start),
+                                  excerpt(comment, start));
+  }
+  if (mismatched_sentences_.size() < kNamedMismatches) {
+    mismatched_sentences_.push_back(sent_id.empty() ? fmt::format("line {}", sentence.line_number)
+                                                    : fmt::format("line {} (sent_id {})", sentence.line_number, sent_id));
+  }
+}
+
+std::string ConlluReader::text_warning() const {
+  if (text_mismatches_ == 0) return {};
+  std::string named = mismatched_sentences_.front() + ": " + first_mismatch_;
+  for (std::size_t i = 1; i < mismatched_sentences_.size(); ++i) named += "; " + mismatched_sentences_[i];
+  if (text_mismatches_ > mismatched_sentences_.size()) {
+    named += fmt::format("; and {} more", text_mismatches_ - mismatched_sentences_.size());
+  }
+  return fmt::format("{}: {} sentence(s) whose words do not spell their `# text` comment, and the model reads the "
+                     "words' text: {}; check their FORMs, multiword tokens and SpaceAfter=No",
+                     lines_.where(), text_mismatches_, named);
 }
 
 }  // namespace headscan

@@ -26,6 +26,7 @@ class DocumentReader::Source {
   // The next part of a document that came with `more` (only text sources give such documents).
   virtual bool next_part(std::string& /*part*/, DocumentCounts& /*counts*/) { return false; }
   virtual std::string expansion_warning() const = 0;
+  virtual std::string text_warning() const { return {}; }
 };
 
 namespace {
@@ -86,6 +87,7 @@ class DocumentReader::ConlluSource : public DocumentReader::Source {
       : reader_(path, slice), keep_trees_(keep_trees) {}
   const char* slice_mode() const { return reader_.lines().slice_mode(); }
   std::string expansion_warning() const override { return reader_.lines().expansion_warning(); }
+  std::string text_warning() const override { return reader_.text_warning(); }
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
 
   // Every sentence has a word, so its text is never empty.
@@ -277,5 +279,7 @@ bool DocumentReader::next(Document& document) { return source_->next(document, c
 bool DocumentReader::next_part(std::string& part) { return source_->next_part(part, counts_); }
 
 std::string DocumentReader::expansion_warning() const { return source_->expansion_warning(); }
+
+std::string DocumentReader::text_warning() const { return source_->text_warning(); }
 
 }  // namespace headscan

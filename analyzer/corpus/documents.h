@@ -61,6 +61,7 @@ class DocumentReader {
   std::uint64_t total_bytes() const { return total_bytes_; }  // of the slice; 0 when unknown
   const char* slice_mode() const { return slice_mode_; }      // TextLineReader::slice_mode()
   std::string expansion_warning() const;                       // TextLineReader::expansion_warning()
+  std::string text_warning() const;  // CoNLL-U: ConlluReader::text_warning(); empty for other formats
 
  private:
   class Source;

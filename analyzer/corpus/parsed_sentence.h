@@ -15,10 +15,13 @@ struct ParsedWord {
   std::size_t end = 0;    // one past its last byte
   int head = -1;          // index of its head word in ParsedSentence::words; -1: root or no arc
   std::string relation;   // main relation of the arc to its head ("nsubj", "obl"); empty: no arc
+  // A later word of a multiword token (CoNLL-U `3-4 don't`: "n't" after "do"): it has the span of
+  // the word before, the token's, and so the same tokens.
+  bool continues_multiword = false;
 };
 
-// Words in text order, spans not overlapping. Words without an arc still count as words: attention
-// to them takes part in the argmax.
+// Words in text order. The words of one multiword token share its span; other spans do not
+// overlap. Words without an arc still count as words: attention to them takes part in the argmax.
 struct ParsedSentence {
   std::vector<ParsedWord> words;
 };

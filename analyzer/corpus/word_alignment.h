@@ -14,6 +14,8 @@
 namespace headscan {
 
 // Per token of `tokens` (a document's tokens, spans into `text`): index into sentence.words, or -1.
+// The words of a multiword token share its span: its tokens are given as its first word's, and
+// belong to all its words (attach_words).
 std::vector<int> align_tokens_to_words(const std::vector<Token>& tokens, std::string_view text,
                                        const ParsedSentence& sentence, const Tokenizer& tokenizer);
 

@@ -80,6 +80,8 @@ class CorpusPass : public Pass {
     run_batches(batcher.flush());
     progress.finish(summary.tokens);
     state.note_expansion(reader);
+    // Of the sentences this pass fed the model (the idf pass may read others).
+    if (const std::string warning = reader.text_warning(); !warning.empty()) state.warnings.push_back(warning);
   }
 };
 

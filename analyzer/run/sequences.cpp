@@ -111,25 +111,32 @@ void attach_words(std::vector<Sequence>& sequences, const std::vector<int>& toke
                   const ParsedSentence& sentence, const SequenceShape& shape) {
   const std::size_t offset = shape.bos_id ? 1 : 0;
   const std::size_t room = shape.room();
+  // Sentence word → its token group: the words of a multiword token share one, and their tokens.
+  std::vector<std::size_t> group(sentence.words.size(), 0);
+  for (std::size_t word = 1; word < sentence.words.size(); ++word) {
+    group[word] = group[word - 1] + (sentence.words[word].continues_multiword ? 0 : 1);
+  }
   for (std::size_t window = 0; window < sequences.size(); ++window) {
     Sequence& sequence = sequences[window];
     const std::size_t start = window * room;
     auto words = std::make_shared<SequenceWords>();
     words->token_word.assign(sequence.ids.size(), -1);  // BOS and the suffix belong to no word
-    // Sentence word → local word, for the words with a token in this window.
-    std::vector<int> local(sentence.words.size(), -1);
+    // Token group → local word, for the groups with a token in this window.
+    std::vector<int> local(sentence.words.empty() ? 0 : group.back() + 1, -1);
     for (std::size_t position = offset; position < sequence.ids.size() - sequence.suffix_length; ++position) {
       const int word = token_word.at(start + position - offset);
       if (word < 0) continue;
-      if (local[static_cast<std::size_t>(word)] < 0) local[static_cast<std::size_t>(word)] = words->words++;
-      words->token_word[position] = local[static_cast<std::size_t>(word)];
+      int& local_word = local[group[static_cast<std::size_t>(word)]];
+      if (local_word < 0) local_word = words->words++;
+      words->token_word[position] = local_word;
     }
     for (std::size_t dependent = 0; dependent < sentence.words.size(); ++dependent) {
       const ParsedWord& word = sentence.words[dependent];
       if (word.head < 0 || word.relation.empty()) continue;
-      const int dependent_local = local[dependent];
-      const int head_local = local[static_cast<std::size_t>(word.head)];
-      if (dependent_local < 0 || head_local < 0) continue;
+      const int dependent_local = local[group[dependent]];
+      const int head_local = local[group[static_cast<std::size_t>(word.head)]];
+      // An arc inside one multiword token joins two words of the same tokens: not scored.
+      if (dependent_local < 0 || head_local < 0 || dependent_local == head_local) continue;
       words->arcs.push_back(
           WordArc{dependent_local, head_local, word.relation, word.head - static_cast<int>(dependent)});
     }

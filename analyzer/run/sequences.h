@@ -51,7 +51,9 @@ std::vector<Sequence> make_sequences(const std::vector<Token>& tokens, const Tok
                                      const SequenceShape& shape, std::size_t line_number);
 
 // Gives every window of a document (as make_sequences() cut it from the same tokens and shape)
-// its words and the arcs whose two ends both have tokens in the window.
+// its words and the arcs whose two ends both have tokens in the window. `token_word`: per token,
+// its sentence word (align_tokens_to_words). The words of a multiword token share their tokens and
+// are one local word (SequenceWords); the arcs between them are left out.
 void attach_words(std::vector<Sequence>& sequences, const std::vector<int>& token_word,
                   const ParsedSentence& sentence, const SequenceShape& shape);
 
