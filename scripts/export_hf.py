@@ -134,7 +134,11 @@ def missing_outputs(model, output, vocab_size, causal):
     else what headscan will lack and why."""
     if output.dim() == 3 and output.shape[-1] >= vocab_size:
         return None
-    why = (f"{type(model).__name__} has no language-model head" if model.get_output_embeddings() is None
+    try:
+        head = model.get_output_embeddings()
+    except (AttributeError, NotImplementedError):  # a model's own code may leave it out
+        head = None
+    why = (f"{type(model).__name__} has no language-model head" if head is None
            else f"{type(model).__name__}'s first output is not logits")
     shape = (f"{output.shape[-1]} numbers per token (hidden states)" if output.dim() == 3
              else f"of shape {list(output.shape)}")

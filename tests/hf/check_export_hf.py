@@ -26,7 +26,8 @@ directory, as a user's download looks. Then, as a user would:
 
 An architecture with a `refusal` stops at step 1: export_hf.py must exit with its code and
 message and write no archive (Qwen3-Next and Qwen3.5, whose trace is exact only up to one chunk of
-linear attention; a config.json of 10 million layers, refused before transformers builds it).
+linear attention, and exported right with --max-length 64; a config.json of 10 million layers,
+refused before transformers builds it).
 
 The weights are drawn with a large initializer_range so that attention is far from uniform, which
 makes a wrong mask, position or query set visible in the scores. gpt-oss's attention has a sink
@@ -148,14 +149,16 @@ def ids_of(tokenizer, tokens):
 
 def architecture(name, cls, style, config, *, causal=None, kv_heads=None, required=False, bos=None, refusal=None,
                  refusal_exit=1, new_process=False, positions=MAX_POSITIONS, config_patch=None,
-                 expected_name="model", notice=None):
+                 expected_name="model", notice=None, options=()):
     """refusal: export_hf.py must stop (exit refusal_exit) with this text in its message. new_process:
     export with `python scripts/export_hf.py` in a new process (see run_export). positions: the
     tokenizer's model_max_length (the config's positions are the config's). config_patch: fields
-    written over config.json after the model is saved. notice: texts export_hf.py must print."""
+    written over config.json after the model is saved. notice: texts export_hf.py must print.
+    options: export_hf.py's options after MODEL_DIR OUT.pt."""
     return dict(name=name, cls=cls, style=style, config=config, causal=causal, kv_heads=kv_heads,
                 required=required, bos=bos, refusal=refusal, refusal_exit=refusal_exit, new_process=new_process,
-                positions=positions, config_patch=config_patch, expected_name=expected_name, notice=notice)
+                positions=positions, config_patch=config_patch, expected_name=expected_name, notice=notice,
+                options=list(options))
 
 
 # Qwen3-Next and Qwen3.5: linear-attention layers (a loop over chunks of 64 tokens, which the trace
@@ -237,6 +240,12 @@ ARCHITECTURES = [
                  required=True, refusal=UNROLLED_AT_TRACE, positions=256),
     architecture("qwen3_5", "Qwen3_5ForCausalLM", "gpt2", lambda: ("Qwen3_5TextConfig", dict(LINEAR_ATTENTION)),
                  required=True, refusal=UNROLLED_AT_TRACE, positions=256),
+    # The same model within one chunk, where its trace is exact: exported and analysed right.
+    architecture("qwen3_next_64", "Qwen3NextForCausalLM", "gpt2",
+                 lambda: ("Qwen3NextConfig", dict(LINEAR_ATTENTION, num_experts=4, num_experts_per_tok=2,
+                                                  moe_intermediate_size=32, shared_expert_intermediate_size=32)),
+                 causal=True, kv_heads=2, required=True, bos="<|endoftext|>", positions=256,
+                 options=["--max-length", str(MAX_POSITIONS)]),
     architecture("huge", "LlamaForCausalLM", "llama", lambda: ("LlamaConfig", dict(SMALL)),
                  config_patch={"num_hidden_layers": 10_000_000}, required=True,
                  refusal="at least 3.28e+11 parameters (10000000 layers", refusal_exit=2),
@@ -462,7 +471,7 @@ def check(arch, headscan, corpus, work):
     """Steps 1-6 for one architecture whose model directory is built; returns the largest
     difference per score, or raises AssertionError saying what differs."""
     model_dir, archive, report = paths(arch, work)
-    returncode, stdout, stderr = run_export(arch, [model_dir, archive])
+    returncode, stdout, stderr = run_export(arch, [model_dir, archive, *arch["options"]])
     if arch["refusal"]:
         message = (stderr.strip().splitlines() or [""])[-1]
         assert returncode == arch["refusal_exit"] and arch["refusal"] in message, \
