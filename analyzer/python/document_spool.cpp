@@ -30,15 +30,21 @@ DocumentSpool::DocumentSpool(const py::iterable& documents, PendingPythonError& 
     : iterator_(py::iter(documents)), pending_(pending) {
   std::string created;
   fd_ = create_temporary_file("corpus", ".jsonl", created);
-  unlink(created.c_str());
   directory_ = std::filesystem::path(created).parent_path().string();
   path_ = fmt::format("/proc/self/fd/{}", fd_);
+  if (access(path_.c_str(), R_OK) == 0) {
+    unlink(created.c_str());
+  } else {  // no /proc (a bare chroot): the file keeps its name until the run ends
+    path_ = created;
+    named_ = true;
+  }
   growing_ = std::make_unique<GrowingFile>(path_, "corpus.jsonl", [this] { return extend(); });
 }
 
 DocumentSpool::~DocumentSpool() {
   growing_.reset();
   close(fd_);
+  if (named_) unlink(path_.c_str());
 }
 
 bool DocumentSpool::extend() {

@@ -4,7 +4,8 @@
 // breaks), written only as far as the analysis reads it (a GrowingFile, analyzer/corpus/
 // growing_file.h): a generator is pulled no further than max_sequences needs, and Ctrl-C is seen
 // between two documents. The file is unlinked as soon as it is created and read through
-// /proc/self/fd, so that nothing is left behind however the run ends.
+// /proc/self/fd, so that nothing is left behind however the run ends (without /proc, it is removed
+// when the spool dies).
 
 #include <cstddef>
 #include <memory>
@@ -38,7 +39,8 @@ class DocumentSpool {
   PendingPythonError& pending_;
   int fd_ = -1;
   std::string directory_;  // where the file was created, for messages
-  std::string path_;       // /proc/self/fd/N
+  std::string path_;       // /proc/self/fd/N, or the file's name where there is no /proc
+  bool named_ = false;     // path_ is the file's name, removed when the spool dies
   std::size_t index_ = 0;  // of the next item
   bool ended_ = false;
   std::unique_ptr<GrowingFile> growing_;
