@@ -1,9 +1,22 @@
-// Windows of max_length with BOS, and batches of equal or padded length in bounded memory.
+// Windows of max_length with BOS, and batches of equal or padded length in bounded memory; a
+// corpus read as windows, a long line a part at a time.
+#include <archive.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <string>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
+#include "analyzer/corpus/document_frequencies.h"
+#include "analyzer/corpus/documents.h"
+#include "analyzer/corpus/text_lines.h"
+#include "analyzer/run/sequence_reader.h"
 #include "analyzer/run/sequences.h"
+#include "tests/fixtures.h"
 
 using headscan::Batcher;
 using headscan::make_sequences;
@@ -179,4 +192,137 @@ TEST_CASE("batches group equal lengths, or pad neighbours when allowed", "[seque
     CHECK(order == run());
     CHECK(std::set<std::size_t>(order.begin(), order.end()).size() == lengths.size());
   }
+}
+
+namespace {
+
+// Words between spaces; a word's id is its length (1..99), and no id is special.
+class WordLengthTokenizer : public headscan::Tokenizer {
+ public:
+  std::vector<Token> encode(std::string_view text) const override {
+    std::vector<Token> result;
+    for (std::size_t begin = text.find_first_not_of(' '); begin != std::string_view::npos;) {
+      const std::size_t end = std::min(text.find(' ', begin), text.size());
+      result.push_back(Token{static_cast<std::int64_t>(std::min<std::size_t>(end - begin, 99)),
+                             std::string(text.substr(begin, end - begin)), begin, end});
+      begin = text.find_first_not_of(' ', end);
+    }
+    return result;
+  }
+  std::int64_t vocab_size() const override { return 100; }
+  std::optional<std::int64_t> token_to_id(std::string_view) const override { return std::nullopt; }
+  std::string id_to_piece(std::int64_t id) const override { return std::to_string(id); }
+  bool is_special(std::int64_t) const override { return false; }
+  std::string describe() const override { return "word lengths"; }
+};
+
+}  // namespace
+
+// A line of megabytes in a compressed corpus is tokenized a part at a time and handed on as the
+// windows each part completes: never all of its tokens at once, whatever its length (holding
+// them took about 100 bytes a token: 3.1 GB for an 80 MB line). The windows are those that
+// cutting the whole line's tokens gives.
+TEST_CASE("a long line gives its windows a part at a time, the same as cut whole", "[sequences][streaming]") {
+  headscan::testing::TempDir dir;
+  std::string line;
+  for (std::size_t word = 0; line.size() < 3'000'000; ++word) line += std::string(1 + word % 7, 'x') + " ";
+  const std::string path =
+      dir.write("long.txt.zst", headscan::testing::compressed("a bb\n" + line + "\nccc d\n", ARCHIVE_FILTER_ZSTD));
+  const WordLengthTokenizer tokenizer;
+  const SequenceShape shape{0, 64, {}};
+  std::vector<Sequence> expected;
+  for (const auto& [text, number] : {std::pair<std::string, std::size_t>{"a bb", 1}, {line, 2}, {"ccc d", 3}}) {
+    for (Sequence& sequence : make_sequences(tokenizer.encode(text), tokenizer, shape, number)) {
+      expected.push_back(std::move(sequence));
+    }
+  }
+
+  headscan::DocumentReader documents(path, "none");
+  headscan::SequenceReader reader(documents, tokenizer, shape);
+  std::vector<Sequence> read;
+  std::vector<Sequence> windows;
+  std::size_t calls = 0;
+  std::size_t most = 0;
+  while (reader.next(windows)) {
+    ++calls;
+    most = std::max(most, windows.size());
+    for (Sequence& sequence : windows) read.push_back(std::move(sequence));
+  }
+  REQUIRE(read.size() == expected.size());
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    INFO("window " << i);
+    CHECK(read[i].ids == expected[i].ids);
+    CHECK(read[i].special == expected[i].special);
+    CHECK(read[i].line_number == expected[i].line_number);
+    CHECK(read[i].window == expected[i].window);
+  }
+  // A part of 256 KiB holds at most 128 Ki words (a letter and a space each): its windows, and the
+  // tokens of one unfinished window, are all that a call holds.
+  CHECK(most <= headscan::kLinePartBytes / 2 / shape.room() + 1);
+  CHECK(calls >= 3'000'000 / headscan::kLinePartBytes);
+
+  SECTION("with max_windows, the line is read only as far as they need, and counted once") {
+    headscan::DocumentReader again(path, "none");
+    headscan::SequenceReader limited(again, tokenizer, shape);
+    headscan::DocumentFrequencies counted(tokenizer.vocab_size());
+    REQUIRE(limited.next(windows, &counted, 100));  // "a bb": one window
+    REQUIRE(limited.next(windows, &counted, 5));
+    CHECK(windows.size() == 5);
+    CHECK(windows.back().line_number == 2);
+    CHECK(windows.back().window == 4);
+    CHECK(counted.documents() == 2);  // the long line, closed once its 5 windows were given
+    REQUIRE(limited.next(windows, &counted, 5));
+    CHECK(windows.front().line_number == 3);
+  }
+}
+
+namespace {
+
+// A field of /proc/self/status in kB ("VmRSS", "VmHWM"); -1 when absent.
+long status_kb(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+}  // namespace
+
+// Peak memory: a zstd file of a few kilobytes holding one line of 32 MB (16 million tokens) is read
+// to its end, all its windows made, in a few megabytes. Holding the line's tokens, as the corpus
+// pass did without --max-sequences, took over 1 GB here (56 bytes a token) and 3.1 GB for 80 MB.
+TEST_CASE("a long compressed line is read to its end in bounded memory", "[sequences][streaming]") {
+  headscan::testing::TempDir dir;
+  std::string path;
+  {
+    std::string line;
+    line.reserve(32'000'002);
+    while (line.size() < 32'000'000) line += "x ";
+    path = dir.write("long.txt.zst", headscan::testing::compressed(line + "\n", ARCHIVE_FILTER_ZSTD));
+  }
+  REQUIRE(std::filesystem::file_size(path) < 100'000);
+  // Resets the peak (VmHWM) to the present size (Linux 4.0 and later).
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const long before = status_kb("VmRSS");
+  const long reset_peak = status_kb("VmHWM");
+  if (before < 0 || reset_peak > before + 1024) {
+    WARN("skipped: /proc/self/clear_refs cannot reset the peak resident memory here");
+    return;
+  }
+  const WordLengthTokenizer tokenizer;
+  const SequenceShape shape{0, 64, {}};
+  headscan::DocumentReader documents(path, "none");
+  headscan::SequenceReader reader(documents, tokenizer, shape);
+  std::size_t windows = 0;
+  std::size_t tokens = 0;
+  for (std::vector<Sequence> sequences; reader.next(sequences);) {
+    windows += sequences.size();
+    for (const Sequence& sequence : sequences) tokens += sequence.ids.size() - 1;
+  }
+  CHECK(tokens == 16'000'000);
+  CHECK(windows == (16'000'000 + 62) / 63);
+  const long peak = status_kb("VmHWM");
+  INFO("resident " << before << " kB before, peak " << peak << " kB");
+  CHECK(peak - before < 64 * 1024);  // measured: 39 MB
 }

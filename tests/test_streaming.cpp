@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -104,4 +105,35 @@ TEST_CASE("a long line in a compressed corpus is read in parts, in bounded memor
   CHECK_THAT(counted.err, Catch::Matchers::Contains("expand") && Catch::Matchers::Contains("-fold") &&
                               Catch::Matchers::Contains("decompression bomb"));
   CHECK(counted.max_rss_kb - short_run.max_rss_kb < 100 * 1024);
+}
+
+// Without --max-sequences a long line is analysed to its end, its windows handed on as each part
+// of it is read (tests/test_sequences.cpp measures the reader's memory on a 32 MB line): every
+// window counted, the same from a compressed file as from a plain one.
+TEST_CASE("a long line is analysed to its end without --max-sequences", "[streaming][compressed][e2e]") {
+  TempDir dir;
+  // One line of 1.07 MB, read in parts: 42,000 words of 30 letters the tokenizer does not know
+  // (<unk> each) and, every fifth word, w7.
+  std::string line;
+  for (int word = 0; word < 42000; ++word) {
+    line += word % 5 == 0 ? std::string("w7") : std::string(30, static_cast<char>('a' + word % 26));
+    line += ' ';
+  }
+  REQUIRE(line.size() > 1'048'576);
+  const std::string plain = dir.write("long.txt", "w3 w4\n" + line + "\nw5 w6\n");
+  const std::string packed =
+      dir.write("long.txt.zst", headscan::testing::compressed("w3 w4\n" + line + "\nw5 w6\n", ARCHIVE_FILTER_ZSTD));
+  for (const auto& [corpus, name] : {std::pair{plain, "plain"}, std::pair{packed, "packed"}}) {
+    const CommandResult result = run_headscan({fixture("gpt2.pt"), corpus, "-o", (dir / name).string(), "-q",
+                                               "--no-html", "--no-plots", "--parser", "none"});
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+  }
+  const auto from_plain = read_json(dir / "plain" / "heads.json");
+  const auto from_packed = read_json(dir / "packed" / "heads.json");
+  // Windows of BOS + 31 tokens: the short lines one each, the long line ceil(42000 / 31).
+  CHECK(from_plain["corpus"]["sequences"] == 2 + 1355);
+  CHECK(from_plain["corpus"]["tokens"] == 2 * 3 + 42000 + 1355);
+  CHECK(from_packed["heads"] == from_plain["heads"]);
+  CHECK(from_packed["corpus"]["tokens"] == from_plain["corpus"]["tokens"]);
 }

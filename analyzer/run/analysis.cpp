@@ -55,10 +55,18 @@ void open_corpus(RunState& state) {
   const AnalysisOptions& options = state.options;
   state.reader = std::make_unique<DocumentReader>(options.corpus_path, options.parser, options.text_field,
                                                   options.shard.value_or(CorpusSlice{}));
+  state.sequences =
+      std::make_unique<SequenceReader>(*state.reader, *state.text.tokenizer, state.text.shape, options.check_interrupt);
   std::unique_ptr<DocumentReader> whole;
-  if (options.shard) whole = std::make_unique<DocumentReader>(options.corpus_path, "none", options.text_field);
+  std::unique_ptr<SequenceReader> whole_sequences;
+  if (options.shard) {
+    whole = std::make_unique<DocumentReader>(options.corpus_path, "none", options.text_field);
+    whole_sequences =
+        std::make_unique<SequenceReader>(*whole, *state.text.tokenizer, state.text.shape, options.check_interrupt);
+  }
   DocumentReader& reader = options.shard ? *whole : *state.reader;
-  if (!state.read_document(reader, state.first_sequences, nullptr, options.max_sequences)) {
+  SequenceReader& sequences = options.shard ? *whole_sequences : *state.sequences;
+  if (!sequences.next(state.first_sequences, nullptr, options.max_sequences)) {
     throw InputError(fmt::format("{}: the corpus is empty: no {} gives any token ({} lines read); give a "
                                  "text file with one document per line, or a CoNLL-U file ending in .conllu",
                                  reader.path(), std::string(reader.format()) == "conllu" ? "sentence" : "line",

@@ -76,7 +76,7 @@ class CorpusPass : public Pass {
         summary.truncated = true;
         break;
       }
-    } while (state.read_document(reader, sequences, nullptr, by_sequences ? options.max_sequences - queued : 0));
+    } while (state.sequences->next(sequences, nullptr, by_sequences ? options.max_sequences - queued : 0));
     run_batches(batcher.flush());
     progress.finish(summary.tokens);
     state.note_expansion(reader);

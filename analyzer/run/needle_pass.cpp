@@ -25,8 +25,9 @@ std::vector<std::int64_t> haystack_text(const RunState& state) {
   std::vector<std::int64_t> text;
   if (wanted <= 0) return text;
   DocumentReader reader(state.options.corpus_path, "none", state.options.text_field);
+  SequenceReader windows(reader, *state.text.tokenizer, state.text.shape, state.options.check_interrupt);
   std::vector<Sequence> sequences;
-  while (static_cast<std::int64_t>(text.size()) < wanted && state.read_document(reader, sequences, nullptr)) {
+  while (static_cast<std::int64_t>(text.size()) < wanted && windows.next(sequences)) {
     for (const Sequence& sequence : sequences) {
       for (std::size_t t = 0; t < sequence.ids.size(); ++t) {
         if (sequence.special[t] == 0) text.push_back(sequence.ids[t]);

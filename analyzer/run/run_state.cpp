@@ -4,73 +4,31 @@
 
 #include <fmt/format.h>
 
-#include "analyzer/corpus/word_alignment.h"
 #include "analyzer/errors.h"
 #include "analyzer/run/batch_tensors.h"
 
 namespace headscan {
 namespace {
 
-// Tokenizes a long document part by part (kLinePartBytes): the parts of the text it holds, then
-// those the reader gives. Keeps the first `wanted` tokens and counts every part's tokens into
-// `counted` (when given); stops reading as soon as it has `wanted` tokens unless `read_all`.
-// Returns whether the document had any token.
-bool encode_in_parts(const Tokenizer& tokenizer, DocumentReader& documents, const Document& document,
-                     std::size_t wanted, bool read_all, DocumentFrequencies* counted, std::vector<Token>& tokens) {
+// Counts a long document into `counted` part by part (kLinePartBytes), without holding its tokens:
+// the parts of the text it holds, then those the reader gives. Returns whether it had any token.
+bool count_in_parts(const Tokenizer& tokenizer, DocumentReader& documents, const Document& document,
+                    DocumentFrequencies& counted) {
   bool any = false;
-  std::size_t offset = 0;  // of the held text in the document
   std::string held = document.text;
-  const auto reading = [&] { return read_all || tokens.size() < wanted; };
-  for (bool more = true; more && reading();) {
-    for (std::size_t begin = 0; begin < held.size() && reading();) {
+  for (bool more = true; more; more = document.more && documents.next_part(held)) {
+    for (std::size_t begin = 0; begin < held.size();) {
       const std::size_t end = line_part_end(held, begin);
-      std::vector<Token> part = tokenizer.encode(std::string_view(held).substr(begin, end - begin));
+      const std::vector<Token> part = tokenizer.encode(std::string_view(held).substr(begin, end - begin));
       any = any || !part.empty();
-      if (counted != nullptr) counted->add_tokens(part, tokenizer);
-      for (Token& token : part) {
-        if (tokens.size() >= wanted) break;
-        token.begin += offset + begin;
-        token.end += offset + begin;
-        tokens.push_back(std::move(token));
-      }
+      counted.add_tokens(part, tokenizer);
       begin = end;
     }
-    offset += held.size();
-    more = document.more && documents.next_part(held);
   }
   return any;
 }
 
 }  // namespace
-
-bool RunState::read_document(DocumentReader& documents, std::vector<Sequence>& sequences,
-                             DocumentFrequencies* counted, std::int64_t max_windows) const {
-  const Tokenizer& tokenizer = *text.tokenizer;
-  Document document;
-  while (documents.next(document)) {
-    if (options.check_interrupt) options.check_interrupt();
-    std::vector<Token> tokens;
-    DocumentFrequencies* count_whole = counted;  // null once counted in pieces
-    if (!document.more && document.text.size() <= kLongLineBytes) {
-      tokens = tokenizer.encode(document.text);
-    } else {
-      const std::size_t wanted = max_windows > 0 ? static_cast<std::size_t>(max_windows) * text.shape.room() : SIZE_MAX;
-      const bool any = encode_in_parts(tokenizer, documents, document, wanted, max_windows == 0, counted, tokens);
-      if (counted != nullptr && any) counted->end_document();
-      count_whole = nullptr;
-    }
-    sequences = make_sequences(tokens, tokenizer, text.shape, document.line_number);
-    for (Sequence& sequence : sequences) sequence.chunk = document.chunk;
-    if (sequences.empty()) continue;
-    if (document.parse) {
-      const std::vector<int> token_word = align_tokens_to_words(tokens, document.text, *document.parse, tokenizer);
-      attach_words(sequences, token_word, *document.parse, text.shape);
-    }
-    if (count_whole != nullptr) count_whole->add_document(tokens, tokenizer);
-    return true;
-  }
-  return false;
-}
 
 std::vector<std::vector<Sequence>> RunState::probe_batches() const {
   Batcher batcher(static_cast<std::size_t>(options.batch_size), pads(), probes.sequences.size());
@@ -82,23 +40,23 @@ std::unique_ptr<DocumentFrequencies> RunState::count_frequencies(const std::stri
   auto counts = std::make_unique<DocumentFrequencies>(text.tokenizer->vocab_size());
   DocumentReader documents(path, "none", options.text_field);
   if (max_sequences == 0) {
-    // Every document, as read_document() counts them (one with no token is none), without making
+    // Every document, as SequenceReader counts them (one with no token is none), without making
     // sequences: a long document is counted part by part and its tokens are not held.
     const Tokenizer& tokenizer = *text.tokenizer;
     Document document;
     while (documents.next(document)) {
-      std::vector<Token> tokens;
       if (!document.more && document.text.size() <= kLongLineBytes) {
-        tokens = tokenizer.encode(document.text);
+        const std::vector<Token> tokens = tokenizer.encode(document.text);
         if (!tokens.empty()) counts->add_document(tokens, tokenizer);
-      } else if (encode_in_parts(tokenizer, documents, document, 0, /*read_all=*/true, counts.get(), tokens)) {
+      } else if (count_in_parts(tokenizer, documents, document, *counts)) {
         counts->end_document();
       }
     }
   } else {
+    SequenceReader windows(documents, *text.tokenizer, text.shape, options.check_interrupt);
     std::vector<Sequence> sequences;
     std::int64_t counted = 0;
-    while (counted < max_sequences && read_document(documents, sequences, counts.get(), max_sequences - counted)) {
+    while (counted < max_sequences && windows.next(sequences, counts.get(), max_sequences - counted)) {
       counted += static_cast<std::int64_t>(sequences.size());
     }
   }
@@ -123,9 +81,10 @@ std::vector<Sequence> RunState::read_examples() {
                                  options.examples_path, documents.format()));
   }
   ExampleChooser chooser;
+  SequenceReader windows(documents, *text.tokenizer, text.shape, options.check_interrupt);
   std::vector<Sequence> sequences;
   std::size_t prompts = 0;
-  while (read_document(documents, sequences, nullptr, 1)) {
+  while (windows.next(sequences, nullptr, 1)) {
     ++prompts;
     if (sequences.front().ids.size() > ExampleSequence::kMaxExampleTokens) {
       warnings.push_back(fmt::format("--examples {}: line {} is cut to its first {} tokens in the report",

@@ -20,6 +20,7 @@
 #include "analyzer/run/examples.h"
 #include "analyzer/run/needles.h"
 #include "analyzer/run/probes.h"
+#include "analyzer/run/sequence_reader.h"
 #include "analyzer/run/sequences.h"
 #include "analyzer/run/text_setup.h"
 #include "heads/classifier_set.h"
@@ -40,6 +41,7 @@ struct RunState {
   // The corpus, opened before the passes; the first document's sequences were read to find the
   // model's shape and wait in first_sequences for the corpus pass.
   std::unique_ptr<DocumentReader> reader;
+  std::unique_ptr<SequenceReader> sequences;  // reads `reader`
   std::vector<Sequence> first_sequences;
   // Document frequencies for rare-word heads (the corpus's or --idf's) and their idf per id.
   std::unique_ptr<DocumentFrequencies> frequencies;
@@ -73,14 +75,6 @@ struct RunState {
   bool record_examples = false;
   std::vector<ExampleSequence> corpus_examples;
   std::vector<ExampleSequence> probe_examples;
-
-  // Reads documents until one yields sequences: tokenized, cut into windows, words attached when
-  // parsed, counted into `frequencies` when given. False at the end of the corpus. A long document
-  // (over kLongLineBytes) is tokenized in parts (kLinePartBytes), never held whole; with
-  // `max_windows` > 0 it is read only as far as its first max_windows windows need, and only what
-  // was read is counted.
-  bool read_document(DocumentReader& documents, std::vector<Sequence>& sequences,
-                     DocumentFrequencies* counted, std::int64_t max_windows = 0) const;
 
   // Document frequencies of the corpus at `path`, as the idf pass counts them: every document
   // (line or sentence), or those of the first `max_sequences` sequences when it is not 0.

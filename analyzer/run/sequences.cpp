@@ -25,23 +25,28 @@ void SequenceShape::close(Sequence& sequence) const {
   sequence.suffix_length = suffix_ids.size();
 }
 
+Sequence make_window(const std::vector<Token>& tokens, std::size_t begin, std::size_t end, const Tokenizer& tokenizer,
+                     const SequenceShape& shape, std::size_t line_number, std::size_t window) {
+  Sequence sequence;
+  sequence.line_number = line_number;
+  sequence.window = window;
+  sequence.ids.reserve(end - begin + shape.framing());
+  shape.open(sequence);
+  for (std::size_t i = begin; i < end; ++i) {
+    sequence.ids.push_back(tokens[i].id);
+    sequence.special.push_back(tokenizer.is_special(tokens[i].id) ? 1 : 0);
+  }
+  shape.close(sequence);
+  return sequence;
+}
+
 std::vector<Sequence> make_sequences(const std::vector<Token>& tokens, const Tokenizer& tokenizer,
                                      const SequenceShape& shape, std::size_t line_number) {
   std::vector<Sequence> sequences;
   const std::size_t room = shape.room();
   for (std::size_t start = 0; start < tokens.size(); start += room) {
     const std::size_t stop = std::min(tokens.size(), start + room);
-    Sequence sequence;
-    sequence.line_number = line_number;
-    sequence.window = sequences.size();
-    sequence.ids.reserve(stop - start + shape.framing());
-    shape.open(sequence);
-    for (std::size_t i = start; i < stop; ++i) {
-      sequence.ids.push_back(tokens[i].id);
-      sequence.special.push_back(tokenizer.is_special(tokens[i].id) ? 1 : 0);
-    }
-    shape.close(sequence);
-    sequences.push_back(std::move(sequence));
+    sequences.push_back(make_window(tokens, start, stop, tokenizer, shape, line_number, sequences.size()));
   }
   return sequences;
 }

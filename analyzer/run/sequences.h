@@ -50,6 +50,11 @@ struct SequenceShape {
 std::vector<Sequence> make_sequences(const std::vector<Token>& tokens, const Tokenizer& tokenizer,
                                      const SequenceShape& shape, std::size_t line_number);
 
+// One window of a document: tokens[begin, end) (at most shape.room() of them) framed by BOS and
+// the suffix, numbered `window` among the document's windows.
+Sequence make_window(const std::vector<Token>& tokens, std::size_t begin, std::size_t end, const Tokenizer& tokenizer,
+                     const SequenceShape& shape, std::size_t line_number, std::size_t window);
+
 // Gives every window of a document (as make_sequences() cut it from the same tokens and shape)
 // its words and the arcs whose two ends both have tokens in the window. `token_word`: per token,
 // its sentence word (align_tokens_to_words). The words of a multiword token share their tokens and

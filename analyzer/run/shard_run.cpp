@@ -27,10 +27,11 @@ class AblationSetPass : public Pass {
     const AnalysisOptions& options = state.options;
     // Windows and token ids do not depend on the parse.
     DocumentReader documents(options.corpus_path, "none", options.text_field);
+    SequenceReader windows(documents, *state.text.tokenizer, state.text.shape, options.check_interrupt);
     std::vector<Sequence> sequences;
     std::size_t index = 0;
     while (index < static_cast<std::size_t>(options.ablation_sequences) &&
-           state.read_document(documents, sequences, nullptr, options.ablation_sequences - static_cast<std::int64_t>(index))) {
+           windows.next(sequences, nullptr, options.ablation_sequences - static_cast<std::int64_t>(index))) {
       for (const Sequence& sequence : sequences) {
         if (index == static_cast<std::size_t>(options.ablation_sequences)) break;
         if (auto item = make_ablation_item(sequence, *state.objective, index, options.seed)) {
