@@ -1,7 +1,6 @@
 #include "reports/heads_csv.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -9,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/checked_file.h"
 #include "reports/score_values.h"
 
 namespace headscan {
@@ -94,12 +94,7 @@ std::string heads_csv(const nlohmann::ordered_json& document) {
   return text;
 }
 
-void write_csv_file(const std::string& text, const std::filesystem::path& path) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("{}: cannot write", path.string()));
-}
+void write_csv_file(const std::string& text, const std::filesystem::path& path) { write_checked_file(path, text); }
 
 void write_heads_csv(const nlohmann::ordered_json& document, const std::filesystem::path& path) {
   write_csv_file(heads_csv(document), path);

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "analyzer/checked_file.h"
 
 namespace headscan {
 
@@ -93,10 +94,7 @@ bool has_label(const nlohmann::ordered_json& head, const char* label) {
 }
 
 void write_json_file(const nlohmann::ordered_json& document, const std::filesystem::path& path) {
-  std::ofstream out(path);
-  out << document.dump(2) << '\n';
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("{}: cannot write", path.string()));
+  write_checked_file(path, document.dump(2) + '\n');
 }
 
 }  // namespace headscan

@@ -16,6 +16,7 @@
 #include <pango/pangocairo.h>
 #include <png.h>
 
+#include "analyzer/checked_file.h"
 #include "analyzer/resources.h"
 #include "reports/report_data.h"
 #include "reports/text.h"
@@ -149,30 +150,37 @@ void PngCanvas::text(const std::string& text, double x, double y, const TextStyl
 // level 3, several times faster.
 constexpr int kPngCompressionLevel = 3;
 
+namespace {
+
+// libpng's write callback: an error of the file (a full disk) is kept by CheckedFile, thrown by its
+// close() once libpng has returned (an exception must not cross libpng's C frames).
+void write_png_data(png_structp png, png_bytep data, std::size_t size) {
+  if (!static_cast<CheckedFile*>(png_get_io_ptr(png))->try_write(data, size)) png_error(png, "write error");
+}
+
+void flush_png_data(png_structp) {}  // CheckedFile::close() flushes
+
+}  // namespace
+
 void PngCanvas::save(const std::filesystem::path& path) const {
   cairo_surface_flush(surface_);
-  const auto fail = [&](const std::string& why) {
-    throw std::runtime_error(fmt::format("{}: cannot write PNG ({})", path.string(), why));
-  };
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) fail(std::strerror(errno));
+  CheckedFile file(path);
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png != nullptr ? png_create_info_struct(png) : nullptr;
   if (png == nullptr || info == nullptr) {
     png_destroy_write_struct(&png, &info);
-    std::fclose(file);
-    fail("out of memory");
+    throw std::runtime_error(fmt::format("{}: cannot write PNG (out of memory)", path.string()));
   }
   // RGB24 surfaces hold one native-endian 0x00RRGGBB word per pixel.
   const unsigned char* data = cairo_image_surface_get_data(surface_);
   const int stride = cairo_image_surface_get_stride(surface_);
   std::vector<png_byte> row(static_cast<std::size_t>(width_) * 3);
-  if (setjmp(png_jmpbuf(png))) {  // libpng reports write errors by longjmp
+  if (setjmp(png_jmpbuf(png))) {  // libpng reports errors by longjmp
     png_destroy_write_struct(&png, &info);
-    std::fclose(file);
-    fail("libpng write error");
+    file.close();  // throws the file's error
+    throw std::runtime_error(fmt::format("{}: cannot write PNG (libpng error)", path.string()));
   }
-  png_init_io(png, file);
+  png_set_write_fn(png, &file, write_png_data, flush_png_data);
   png_set_compression_level(png, kPngCompressionLevel);
   png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
   png_set_IHDR(png, info, static_cast<png_uint_32>(width_), static_cast<png_uint_32>(height_), 8, PNG_COLOR_TYPE_RGB,
@@ -191,7 +199,7 @@ void PngCanvas::save(const std::filesystem::path& path) const {
   }
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
-  if (std::fclose(file) != 0) fail(std::strerror(errno));
+  file.close();
 }
 
 void draw_colour_bar(PngCanvas& canvas, double x, double y, double width, double height, double low, double high,

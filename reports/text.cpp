@@ -1,10 +1,11 @@
 #include "reports/text.h"
 
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "analyzer/checked_file.h"
 
 namespace headscan {
 
@@ -127,11 +128,6 @@ std::string json_for_script(const nlohmann::ordered_json& value) {
   return out;
 }
 
-void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(path.string() + ": cannot write");
-}
+void write_text_file(const std::filesystem::path& path, const std::string& text) { write_checked_file(path, text); }
 
 }  // namespace headscan

@@ -327,7 +327,8 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
   summary.seconds = run.seconds;
   if (options.shard) {
     capture_examples_if_needed(state);
-    save_shard_state(state, document, pass_warnings, run, *output);
+    output->write(
+        [&](const std::filesystem::path&) { save_shard_state(state, document, pass_warnings, run, *output); });
     output->commit();
     // The counts' warnings are the merge's, over the whole corpus.
     summary.warnings = pass_warnings;
@@ -386,7 +387,8 @@ AnalysisSummary analyze_into_directory(const AnalysisOptions& options, const Spo
   OutputDirectory output(options.output_dir, options.force, run_inputs(options));
   const std::shared_ptr<ScanResult::Impl> result =
       analyze(options, device, spooled, &output, options.html || options.plots);
-  write_report(*result, output, ReportOptions{options.html, options.plots});
+  const ReportOptions parts{options.html, options.plots};
+  output.write([&](const std::filesystem::path&) { write_report(*result, output, parts); });
   output.commit();
   return saved_summary(*result, output, options.output_dir);
 }
@@ -419,7 +421,8 @@ ScanResult scan(const AnalysisOptions& given) {
 
 AnalysisSummary save_report(const ScanResult& result, const ReportTarget& target) {
   OutputDirectory output(target.output_dir, target.force, result.impl_->inputs);
-  write_report(*result.impl_, output, ReportOptions{target.html, target.plots});
+  const ReportOptions parts{target.html, target.plots};
+  output.write([&](const std::filesystem::path&) { write_report(*result.impl_, output, parts); });
   output.commit();
   return saved_summary(*result.impl_, output, target.output_dir);
 }

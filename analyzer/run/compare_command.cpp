@@ -83,16 +83,18 @@ CompareSummary save_compare(const CompareResult& given, const std::string& outpu
   const auto start = std::chrono::steady_clock::now();
   const CompareResult::Impl& result = *given.impl_;
   OutputDirectory output(output_dir, force, result.inputs, OutputKind::comparison);
-  write_json_file(result.document, output.staging() / "compare.json");
-  write_csv_file(compare_csv(result.comparison), output.staging() / "compare.csv");
   std::vector<std::string> report_warnings;
-  if (html || plots) {
-    CompareReportOptions report;
-    report.html = html;
-    report.plots = plots;
-    report.target = output.target();
-    report_warnings = write_compare_report(output.staging(), result.view, report);
-  }
+  output.write([&](const std::filesystem::path& staging) {
+    write_json_file(result.document, staging / "compare.json");
+    write_csv_file(compare_csv(result.comparison), staging / "compare.csv");
+    if (html || plots) {
+      CompareReportOptions report;
+      report.html = html;
+      report.plots = plots;
+      report.target = output.target();
+      report_warnings = write_compare_report(staging, result.view, report);
+    }
+  });
   output.commit();
 
   CompareSummary summary = result.summary;

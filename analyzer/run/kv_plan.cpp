@@ -1,13 +1,13 @@
 #include "analyzer/run/kv_plan.h"
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/checked_file.h"
 #include "heads/streaming.h"
 #include "reports/heads_json.h"
 
@@ -81,15 +81,14 @@ void write_kv_plan_files(const nlohmann::ordered_json& document, const std::file
   if (!document.contains("kv_plan")) return;
   const auto& plan = document.at("kv_plan");
   std::filesystem::create_directories(directory);
-  std::ofstream tsv(directory / "full_attention_heads.tsv");
+  std::string tsv;
   for (const auto& row : plan.at("full_attention_heads")) {
     std::vector<int> values = row.get<std::vector<int>>();
-    tsv << fmt::format("{}\n", fmt::join(values, "\t"));
+    tsv += fmt::format("{}\n", fmt::join(values, "\t"));
   }
-  std::ofstream config(directory / "config.json");
-  config << nlohmann::ordered_json{{"sink_size", plan.at("sink_size")}, {"recent_size", plan.at("recent_size")}}.dump(2)
-         << "\n";
-  if (!tsv || !config) throw std::runtime_error(fmt::format("cannot write the KV-cache plan in {}", directory.string()));
+  write_checked_file(directory / "full_attention_heads.tsv", tsv);
+  const nlohmann::ordered_json config{{"sink_size", plan.at("sink_size")}, {"recent_size", plan.at("recent_size")}};
+  write_checked_file(directory / "config.json", config.dump(2) + "\n");
 }
 
 }  // namespace headscan

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/checked_file.h"
 #include "analyzer/errors.h"
 #include "analyzer/run/count_warnings.h"
 #include "analyzer/run/output_dir.h"
@@ -216,18 +217,21 @@ MergeSummary run_merge(const MergeOptions& options) {
 
   for (const std::string& name : phase_order) run.phases.emplace_back(name, phase_seconds[name]);
 
-  fs::copy_file(fs::path(first.directory) / "idf.txt", output.staging() / "idf.txt");
-  if (options.html || options.plots) {
-    write_reports(output.staging(), document, load_examples(shards, false), load_examples(shards, true),
-                  ReportOptions{options.html, options.plots});
-  }
-  const double merge_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.phases.emplace_back("merge", merge_seconds);
-  set_run(document, run);
-  document["run"]["shards"] = shards.size();
-  write_json_file(document, output.staging() / "heads.json");
-  write_heads_csv(document, output.staging() / "heads.csv");
-  write_kv_plan_files(document, output.staging() / "kv_plan");
+  double merge_seconds = 0;
+  output.write([&](const fs::path& staging) {
+    copy_checked_file(fs::path(first.directory) / "idf.txt", staging / "idf.txt");
+    if (options.html || options.plots) {
+      write_reports(staging, document, load_examples(shards, false), load_examples(shards, true),
+                    ReportOptions{options.html, options.plots});
+    }
+    merge_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.phases.emplace_back("merge", merge_seconds);
+    set_run(document, run);
+    document["run"]["shards"] = shards.size();
+    write_json_file(document, staging / "heads.json");
+    write_heads_csv(document, staging / "heads.csv");
+    write_kv_plan_files(document, staging / "kv_plan");
+  });
   output.commit();
 
   MergeSummary summary;

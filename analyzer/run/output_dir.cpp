@@ -6,11 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
+#include <utility>
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -23,6 +26,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x00002000  // Linux 5.8
+#endif
+
+constexpr const char* kInPlaceLock = ".headscan.lock";
+constexpr const char* kInPlacePrefix = ".headscan-";
+
+// Whether `directory` is the root of a mount (a container's volume, a tmpfs): rename() can neither
+// replace it (EBUSY) nor reach it from a staging directory beside it (EXDEV). Kernels before 5.8
+// do not say: there a directory on another device than its parent's is one.
+bool is_mount_point(const fs::path& directory) {
+  struct statx status {};
+  if (::statx(AT_FDCWD, directory.c_str(), AT_NO_AUTOMOUNT, STATX_BASIC_STATS, &status) != 0 ||
+      !S_ISDIR(status.stx_mode)) {
+    return false;
+  }
+  if ((status.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0) {
+    return (status.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  }
+  struct stat parent {};
+  return ::stat(directory.parent_path().c_str(), &parent) == 0 &&
+         (status.stx_dev_major != major(parent.st_dev) || status.stx_dev_minor != minor(parent.st_dev));
+}
+
 // What a headscan report directory, a shard's (--shard) or a comparison's (compare) holds at its
 // top level.
 bool is_report_entry(const fs::directory_entry& entry) {
@@ -33,8 +60,9 @@ bool is_report_entry(const fs::directory_entry& entry) {
 }
 
 // --force may replace an earlier report only: refuses a directory that holds an input of this run
-// or anything else.
-void check_replaceable(const fs::path& target, const std::vector<std::string>& inputs, OutputKind kind) {
+// or anything else (but the entries `is_own`: the run's lock and staging inside a mount point).
+void check_replaceable(const fs::path& target, const std::vector<std::string>& inputs, OutputKind kind,
+                       const std::function<bool(const std::string&)>& is_own) {
   std::error_code error;
   const fs::path directory = fs::weakly_canonical(target, error);
   for (const std::string& input : inputs) {
@@ -50,6 +78,7 @@ void check_replaceable(const fs::path& target, const std::vector<std::string>& i
   bool has_report = false;      // heads.json or state.json: an analysis, a merge or a shard
   bool has_comparison = false;  // compare.json
   for (const auto& entry : fs::directory_iterator(target, error)) {
+    if (is_own(entry.path().filename().string())) continue;
     if (!is_report_entry(entry)) {
       throw InputError(fmt::format("{}: the output directory holds {}, which is not part of a headscan report; "
                                    "--force replaces an earlier report only: choose another directory with -o DIR, "
@@ -159,8 +188,10 @@ OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<
                                    parent.string(), error.message()));
     }
   }
+  in_place_ = is_mount_point(target_);
   try {
     lock();
+    clean_stale_staging();
     // Checked while holding the lock, so that no other run changes the target in between.
     const auto status = fs::status(target_, error);
     if (fs::exists(status)) {
@@ -168,15 +199,21 @@ OutputDirectory::OutputDirectory(fs::path target, bool force, const std::vector<
         throw InputError(fmt::format("{}: the output path exists and is not a directory; choose another with -o DIR",
                                      target.string()));
       }
-      if (!fs::is_empty(target_, error) && !force) {
+      bool empty = true;
+      for (const auto& entry : fs::directory_iterator(target_, error)) {
+        empty = empty && is_own_entry(entry.path().filename().string());
+      }
+      empty = empty && !error;  // an unreadable directory is not taken for an empty one
+      if (!empty && !force) {
         throw InputError(fmt::format("{}: the output directory exists and is not empty; headscan leaves it "
                                      "untouched: choose another with -o DIR, or pass --force to replace it",
                                      target.string()));
       }
-      if (force && !fs::is_empty(target_, error)) check_replaceable(target_, inputs, kind);
+      if (!empty) {
+        check_replaceable(target_, inputs, kind, [this](const std::string& name) { return is_own_entry(name); });
+      }
     }
-    clean_stale_staging();
-    std::string pattern = (parent / ("." + target_.filename().string() + ".headscan-XXXXXX")).string();
+    std::string pattern = ((in_place_ ? target_ : parent) / (staging_prefix() + "XXXXXX")).string();
     if (mkdtemp(pattern.data()) == nullptr) {
       throw InputError(fmt::format("{}: cannot write the output directory ({}); choose a writable place with -o DIR",
                                    target.string(), std::strerror(errno)));
@@ -207,11 +244,12 @@ OutputDirectory::~OutputDirectory() {
 // then locks a file no longer in the directory, so the lock is retaken until the locked file is
 // the one the path names.
 void OutputDirectory::lock() {
-  lock_path_ = target_.parent_path() / ("." + target_.filename().string() + ".headscan.lock");
+  lock_path_ = in_place_ ? target_ / kInPlaceLock
+                        : target_.parent_path() / ("." + target_.filename().string() + ".headscan.lock");
   for (;;) {
     const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
-      throw InputError(fmt::format("{}: cannot write beside the output directory ({}); choose a writable place "
+      throw InputError(fmt::format("{}: cannot write the output directory's lock ({}); choose a writable place "
                                    "with -o DIR",
                                    lock_path_.string(), std::strerror(errno)));
     }
@@ -256,9 +294,9 @@ void OutputDirectory::unlock() {
 // ended without removing it (killed, or the machine stopped). Removed when it holds nothing but
 // report files; reported otherwise.
 void OutputDirectory::clean_stale_staging() {
-  const std::string prefix = "." + target_.filename().string() + ".headscan-";
+  const std::string prefix = staging_prefix();
   std::error_code error;
-  for (const auto& entry : fs::directory_iterator(target_.parent_path(), error)) {
+  for (const auto& entry : fs::directory_iterator(in_place_ ? target_ : target_.parent_path(), error)) {
     const std::string name = entry.path().filename().string();
     if (!is_staging_name(name, prefix) || entry.is_symlink(error) || !entry.is_directory(error)) continue;
     if (holds_report_only(entry.path())) {
@@ -275,6 +313,38 @@ void OutputDirectory::clean_stale_staging() {
   }
 }
 
+std::string OutputDirectory::staging_prefix() const {
+  return in_place_ ? kInPlacePrefix : "." + target_.filename().string() + ".headscan-";
+}
+
+bool OutputDirectory::is_own_entry(const std::string& name) const {
+  return in_place_ && (name == kInPlaceLock || is_staging_name(name, kInPlacePrefix));
+}
+
+void OutputDirectory::write(const std::function<void(const fs::path& staging)>& write_to) const {
+  const auto named = [&](std::string text) {
+    const std::string staging = staging_.string();
+    for (std::size_t at = text.find(staging); at != std::string::npos; at = text.find(staging, at)) {
+      text.replace(at, staging.size(), target_.string());
+      at += target_.string().size();
+    }
+    std::error_code error;
+    return text + fmt::format("; {} {}", target_.string(),
+                              fs::exists(fs::symlink_status(target_, error)) ? "is as it was" : "was not created");
+  };
+  try {
+    write_to(staging_);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const InputError& e) {
+    throw InputError(named(e.what()));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(named(e.what()));
+  }
+}
+
 void OutputDirectory::remove_created_parents() {
   std::error_code ignored;
   for (const fs::path& created : created_parents_) fs::remove(created, ignored);  // innermost first
@@ -285,6 +355,10 @@ void OutputDirectory::remove_created_parents() {
 // after (and by the next run if this one is killed first). File systems without the exchange get
 // two renames.
 void OutputDirectory::commit() {
+  if (in_place_) {
+    commit_in_place();
+    return;
+  }
   std::error_code error;
   const bool replacing = fs::exists(fs::symlink_status(target_, error));
   if (replacing) {
@@ -312,6 +386,45 @@ void OutputDirectory::commit() {
   fs::rename(staging_, target_, error);
   if (error) throw std::runtime_error(fmt::format("{}: cannot move the report into place: {}", target_.string(), error.message()));
   committed_ = true;
+}
+
+// A mount point cannot be renamed: the report's entries are moved into it one by one, an earlier
+// report's first moved aside into a staging directory of its own (removed after, or by the next run
+// if this one is killed first). A failed move puts back every entry moved before it. Entries that
+// are not a report's (added while the run went on) stay.
+void OutputDirectory::commit_in_place() {
+  std::string pattern = (target_ / (std::string(kInPlacePrefix) + "XXXXXX")).string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    throw std::runtime_error(fmt::format("{}: cannot move the report into place ({}); {} is as it was",
+                                         target_.string(), std::strerror(errno), target_.string()));
+  }
+  const fs::path previous = pattern;
+  std::vector<std::pair<fs::path, fs::path>> moved;  // from, to
+  const auto move = [&](const fs::path& from, const fs::path& to) {
+    std::error_code error;
+    fs::rename(from, to, error);
+    if (!error) {
+      moved.emplace_back(from, to);
+      return;
+    }
+    std::error_code ignored;
+    for (auto back = moved.rbegin(); back != moved.rend(); ++back) fs::rename(back->second, back->first, ignored);
+    fs::remove(previous, ignored);
+    throw std::runtime_error(fmt::format("{}: cannot move {} into place ({}); {} is as it was", target_.string(),
+                                         to.filename().string(), error.message(), target_.string()));
+  };
+  std::vector<fs::path> earlier;
+  std::vector<fs::path> written;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(target_, error)) {
+    if (!is_own_entry(entry.path().filename().string()) && is_report_entry(entry)) earlier.push_back(entry.path());
+  }
+  for (const auto& entry : fs::directory_iterator(staging_, error)) written.push_back(entry.path());
+  for (const fs::path& entry : earlier) move(entry, previous / entry.filename());
+  for (const fs::path& entry : written) move(entry, target_ / entry.filename());
+  committed_ = true;
+  fs::remove_all(previous, error);
+  fs::remove(staging_, error);
 }
 
 }  // namespace headscan

@@ -6,8 +6,14 @@
 // directories found while holding the lock belong to runs that died, so they are removed. The swap
 // of an old report for a new one is one renameat2(RENAME_EXCHANGE): DIR is always present, holding
 // either the old report or the new one.
+//
+// A target that is a mount point (a container's volume, an empty directory a file system is mounted
+// on) cannot be renamed, nor reached by a rename from beside it: its staging directory and lock are
+// inside it (".headscan-XXXXXX", ".headscan.lock"), and commit() moves the entries in one by one
+// (an earlier report's aside first, back again if a move fails).
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +38,10 @@ class OutputDirectory {
   const std::filesystem::path& staging() const { return staging_; }
   const std::filesystem::path& target() const { return target_; }
 
+  // Runs `write_to(staging())`. Its errors name the files as the user will look for them
+  // (DIR/heads.json rather than the staging directory's), and say that DIR was left as it was.
+  void write(const std::function<void(const std::filesystem::path& staging)>& write_to) const;
+
   // Moves the staging directory into place, replacing the target.
   void commit();
 
@@ -44,6 +54,10 @@ class OutputDirectory {
   void unlock();
   void clean_stale_staging();
   void remove_created_parents();
+  void commit_in_place();
+  // Entries of a mount point target that belong to the run: its lock and staging directories.
+  bool is_own_entry(const std::string& name) const;
+  std::string staging_prefix() const;
 
   std::filesystem::path target_;
   std::filesystem::path staging_;
@@ -54,6 +68,7 @@ class OutputDirectory {
   int lock_fd_ = -1;
   std::vector<std::string> notes_;
   bool committed_ = false;
+  bool in_place_ = false;  // the target is a mount point
 };
 
 }  // namespace headscan

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <new>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -100,7 +101,23 @@ void OutputFile::write(const std::function<void(const std::string& path)>& write
   ::umask(mask);
   ::chmod(staging.c_str(), 0666 & ~mask);
   try {
-    write_to(staging);
+    try {
+      write_to(staging);
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& e) {
+      // A full disk: named as the file the user asked for, not the temporary one.
+      std::string message = e.what();
+      const auto at = message.find(staging);
+      if (at != std::string::npos) message.replace(at, staging.size(), given_);
+      std::error_code error;
+      throw std::runtime_error(fmt::format("{}; {} {}", message, given_,
+                                           fs::exists(target_, error) ? "is as it was" : "was not created"));
+    }
     // rename() replaces a regular file and refuses a directory; a device or FIFO put in the
     // target's place while the command ran is refused too, rather than replaced.
     struct stat status {};

@@ -22,8 +22,9 @@ class OutputFile {
   OutputFile(const std::string& path, bool force, const std::vector<std::string>& inputs, std::string what,
              const std::function<bool(const std::string&)>& is_own);
 
-  // Has `write_to` write a temporary file beside the target, then renames it over the target.
-  // The temporary file is removed when `write_to` throws, and the exception goes on.
+  // Has `write_to` write a temporary file beside the target (through CheckedFile), then renames it
+  // over the target. The temporary file is removed when `write_to` throws, and the exception goes
+  // on, naming the target rather than the temporary file.
   void write(const std::function<void(const std::string& path)>& write_to) const;
 
  private:

@@ -1,11 +1,11 @@
 #include "analyzer/run/shard_run.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/checked_file.h"
 #include "analyzer/errors.h"
 #include "analyzer/run/fingerprint.h"
 #include "analyzer/run/output_dir.h"
@@ -68,7 +68,7 @@ nlohmann::ordered_json agreement(const RunState& state, const std::filesystem::p
 
 // Appends the examples' attention to `out` and describes them; `major` orders them across shards.
 nlohmann::ordered_json save_examples(const std::vector<ExampleSequence>& examples, std::uint64_t major_base,
-                                     bool major_is_line, const std::vector<Sequence>& sequences, std::ofstream& out,
+                                     bool major_is_line, const std::vector<Sequence>& sequences, CheckedFile& out,
                                      std::uint64_t& floats) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < examples.size(); ++i) {
@@ -80,8 +80,7 @@ nlohmann::ordered_json save_examples(const std::vector<ExampleSequence>& example
     saved.tokens = example.tokens;
     saved.special = example.special;
     saved.offset = floats;
-    out.write(reinterpret_cast<const char*>(example.attention.data()),
-              static_cast<std::streamsize>(example.attention.size() * sizeof(float)));
+    out.write(example.attention.data(), example.attention.size() * sizeof(float));
     floats += example.attention.size();
     list.push_back(saved_example_json(saved));
   }
@@ -131,14 +130,13 @@ void save_shard_state(RunState& state, const nlohmann::ordered_json& document, c
   root["document"] = document;
   root["warnings"] = warnings;
 
-  std::ofstream out(output.staging() / kShardExamplesFile, std::ios::binary);
+  CheckedFile out(output.staging() / kShardExamplesFile);
   std::uint64_t floats = 0;
   const bool by_line = std::string_view(state.reader->slice_mode()) == "documents";
   root["examples"] = save_examples(state.corpus_examples, slice.index, by_line, state.corpus_example_chooser.chosen(),
                                    out, floats);
   root["probe_examples"] = save_examples(state.probe_examples, 0, false, {}, out, floats);
   out.close();
-  if (!out) throw std::runtime_error(fmt::format("{}: cannot write", (output.staging() / kShardExamplesFile).string()));
   root["example_floats"] = floats;
   root["seconds"] = run.seconds;
   nlohmann::ordered_json phases = nlohmann::ordered_json::object();

@@ -3,6 +3,7 @@ report's DataFrame and directory, errors, Ctrl-C and compare(). Run by tests/pyt
 fresh venv that has the wheel installed (README, "Tests")."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -248,3 +249,36 @@ def test_the_report_shows_its_head_map_inline(corpus_file):
     page = report._repr_html_()
     assert "data:image/png;base64,iVBORw0KGgo" in page  # a PNG's signature, base64
     assert "2 layers × 1 heads" in page
+
+
+@pytest.fixture
+def volume(tmp_path):
+    """An empty directory with a 384 KiB tmpfs mounted on it, as a container's volume (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = tmp_path / "volume"
+    mounted.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384k", "tmpfs", str(mounted)],
+                           capture_output=True, text=True)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
+    try:
+        yield mounted
+    finally:
+        subprocess.run(["umount", str(mounted)], check=False)
+
+
+def test_save_into_a_mount_point_and_onto_a_full_disk(volume, corpus_file):
+    report = headscan.scan(DEMO, corpus_file, parser="none", max_sequences=4, progress=False)
+    # An empty mount point takes the report (a rename cannot replace it), with nothing left beside.
+    assert report.save(volume, html=False, plots=False) == volume
+    assert sorted(p.name for p in volume.iterdir()) == ["heads.csv", "heads.json", "idf.txt", "kv_plan"]
+    before = {p.relative_to(volume): p.read_bytes() for p in volume.rglob("*") if p.is_file()}
+    # The tmpfs shrunk to what it holds: the new report cannot be written, the earlier one stays.
+    used = os.statvfs(volume)
+    size = (used.f_blocks - used.f_bfree) * used.f_frsize
+    subprocess.run(["mount", "-o", f"remount,size={size}", str(volume)], check=True)
+    with pytest.raises(headscan.RunError, match=r"volume/\w+\.\w+: cannot write \(No space left on device\)"):
+        report.save(volume, force=True, html=False, plots=False)
+    assert {p.relative_to(volume): p.read_bytes() for p in volume.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in volume.iterdir()) == ["heads.csv", "heads.json", "idf.txt", "kv_plan"]
