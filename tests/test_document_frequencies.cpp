@@ -90,3 +90,36 @@ TEST_CASE("idf files: malformed lines are refused with their number", "[corpus][
     CHECK(message.size() < 500);
   }
 }
+
+// `headscan idf --force` replaces a file only when it is whole as save() writes it: a file of the
+// user's that starts like one (its header, or a few lines) is not.
+TEST_CASE("idf files: only a whole file as headscan writes it counts as one", "[corpus][idf]") {
+  const TempDir dir;
+  const auto tokenizer = words();
+  DocumentFrequencies counted(tokenizer->vocab_size());
+  counted.add_document(tokenizer->encode("the cat Ġthe"), *tokenizer);
+  counted.add_document(tokenizer->encode("the"), *tokenizer);
+  counted.save((dir / "saved.txt").string(), *tokenizer);
+  CHECK(DocumentFrequencies::is_frequency_file((dir / "saved.txt").string()));
+  CHECK(DocumentFrequencies::is_frequency_file(dir.write("none.txt", "headscan-idf 1\ndocuments 0\n")));
+
+  const std::string head = "headscan-idf 1\ndocuments 2\n";
+  const std::string line = "2 \"the\"\n";
+  for (const std::string& text : {
+           std::string("headscan-idf 1\n"),                      // no count of documents
+           std::string("headscan-idf 1\nmy notes\n"),            // the header, then the user's text
+           head + line + "my notes\n",                          // a whole file, then the user's text
+           head + line + "\n",                                  // an empty line
+           head + "2 \"the\"",                                  // the last line not ended
+           head + "3 \"the\"\n",                                // df > N
+           head + "0 \"the\"\n",                                // df 0: save() leaves it out
+           head + "2 \"\\u0120the\"\n",                         // quoted otherwise than save() does
+           head + "2 \"the\"\r\n",                              // a Windows line end
+           head + "2 [\"the\"]\n",                              // not a string
+           std::string("headscan-idf 1\ndocuments 2"),          // the header cut
+       }) {
+    CAPTURE(text);
+    CHECK_FALSE(DocumentFrequencies::is_frequency_file(dir.write("user.txt", text)));
+  }
+  CHECK_FALSE(DocumentFrequencies::is_frequency_file((dir / "missing.txt").string()));
+}

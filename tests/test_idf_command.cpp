@@ -82,6 +82,14 @@ TEST_CASE("headscan idf leaves what the user has", "[idf][e2e]") {
   CHECK(forced.exit_code == 2);
   CHECK_THAT(forced.err, Contains("is not a document-frequency file written by headscan"));
   CHECK(read_file(existing) == "precious\n");
+  // ... and only a whole one: a file that starts like one and goes on with the user's text is theirs.
+  const std::string notes = "headscan-idf 1\ndocuments 1\n1 \"w3\"\nmy notes\n";
+  const std::string starts_like = dir.write("notes.idf", notes);
+  const auto not_whole =
+      run_headscan({"idf", fixture("rare_word.pt"), fixture("rare_word_corpus.txt"), "-o", starts_like, "--force", "-q"});
+  CHECK(not_whole.exit_code == 2);
+  CHECK_THAT(not_whole.err, Contains("is not a document-frequency file written by headscan"));
+  CHECK(read_file(starts_like) == notes);
 
   const std::string earlier = dir.write("earlier.idf", "headscan-idf 1\ndocuments 1\n1 \"w3\"\n");
   const auto replaced =
@@ -92,7 +100,7 @@ TEST_CASE("headscan idf leaves what the user has", "[idf][e2e]") {
   // Nothing but the files is left beside them.
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++entries;
-  CHECK(entries == 3);
+  CHECK(entries == 4);
 }
 
 // -o is written only as a regular file or a new path: never a device, FIFO or socket (also with

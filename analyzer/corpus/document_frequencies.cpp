@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/checked_file.h"
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/errors.h"
 
@@ -117,9 +118,29 @@ DocumentFrequencies DocumentFrequencies::load(const std::string& path, const Tok
 
 bool DocumentFrequencies::is_frequency_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::string first(std::char_traits<char>::length(kMagic) + 1, '\0');
-  in.read(first.data(), static_cast<std::streamsize>(first.size()));
-  return in.gcount() == static_cast<std::streamsize>(first.size()) && first == std::string(kMagic) + "\n";
+  std::string line;
+  // getline() meets the end of the file only on a last line without its line break.
+  if (!std::getline(in, line) || in.eof() || line != kMagic) return false;
+  std::optional<std::int64_t> documents;
+  if (!std::getline(in, line) || in.eof() || line.rfind("documents ", 0) != 0 ||
+      !(documents = parse_count(std::string_view(line).substr(10)))) {
+    return false;
+  }
+  while (std::getline(in, line)) {
+    const auto space = line.find(' ');
+    if (in.eof() || space == std::string::npos) return false;
+    const std::optional<std::int64_t> df = parse_count(std::string_view(line).substr(0, space));
+    if (!df || *df < 1 || *df > *documents) return false;
+    const std::string token = line.substr(space + 1);
+    try {
+      const nlohmann::json piece = nlohmann::json::parse(token);
+      const auto replace = nlohmann::json::error_handler_t::replace;
+      if (!piece.is_string() || piece.dump(-1, ' ', false, replace) != token) return false;
+    } catch (const nlohmann::json::exception&) {
+      return false;
+    }
+  }
+  return in.eof() && !in.bad();
 }
 
 std::string DocumentFrequencies::text(const Tokenizer& tokenizer) const {
@@ -136,9 +157,7 @@ std::string DocumentFrequencies::text(const Tokenizer& tokenizer) const {
 }
 
 void DocumentFrequencies::save(const std::string& path, const Tokenizer& tokenizer) const {
-  std::ofstream out(path);
-  out << text(tokenizer);
-  if (!out) throw std::runtime_error(fmt::format("{}: cannot write", path));
+  write_checked_file(path, text(tokenizer));
 }
 
 }  // namespace headscan

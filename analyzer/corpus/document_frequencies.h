@@ -40,8 +40,9 @@ class DocumentFrequencies {
   // The text save() writes.
   std::string text(const Tokenizer& tokenizer) const;
 
-  // Whether the file at `path` starts as a file in this format does (its first line): one that
-  // `headscan idf --force` may replace.
+  // Whether the file at `path` is whole in the format save() writes (the header, every line a
+  // frequency 1 … N and a token as save() quotes it, each line ended): one that `headscan idf
+  // --force` may replace. A file of the user's that only starts like one is not.
   static bool is_frequency_file(const std::string& path);
 
  private:
