@@ -2,8 +2,10 @@
 // Errors raised by the library. main() catches them once and maps them to exit codes:
 // InputError → 2 (bad usage or bad input: the user can fix it), anything else → 1.
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace headscan {
 
@@ -29,5 +31,11 @@ void reject_pipe_or_device(const std::string& path, const std::string& expected)
 
 // Prepends context ("while reading corpus.txt: ") to an error of the same kind.
 [[noreturn]] void rethrow_with_context(const std::string& context);
+
+// A text given where a path belongs, as messages quote it: whole up to kShownPathBytes, else its
+// first kShownPathBytes bytes (cut at a character boundary), "…" and its length, so that a
+// message never repeats kilobytes of something that cannot be a path.
+constexpr std::size_t kShownPathBytes = 200;
+std::string shown_path(std::string_view path);
 
 }  // namespace headscan

@@ -40,6 +40,27 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
   return length;
 }
 
+// Appends the character text[i, i + length) as reports show it: a control character escaped (tab
+// as "⇥", line feed as "↵", another C0 control or DEL as "\x1B", a C1 control as "\u009B"; DejaVu
+// and Noto have no control pictures, U+2400…), any other character as it is.
+void append_shown(std::string& out, std::string_view text, std::size_t i, std::size_t length) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  char escaped[8];
+  if (c == '\t') {
+    out += "\xE2\x87\xA5";  // ⇥
+  } else if (c == '\n') {
+    out += "\xE2\x86\xB5";  // ↵
+  } else if (c < 0x20 || c == 0x7F) {
+    std::snprintf(escaped, sizeof escaped, "\\x%02X", c);
+    out += escaped;
+  } else if (length == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {  // U+0080…U+009F
+    std::snprintf(escaped, sizeof escaped, "\\u00%02X", static_cast<unsigned char>(text[i + 1]));
+    out += escaped;
+  } else {
+    out.append(text, i, length);
+  }
+}
+
 }  // namespace
 
 std::string valid_utf8(std::string_view text) {
@@ -69,21 +90,21 @@ std::string display_token(std::string_view token, std::size_t max_characters) {
       out += "\xE2\x80\xA6";  // …
       break;
     }
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\t') {
-      out += "\xE2\x87\xA5";  // ⇥
-    } else if (c == '\n') {
-      out += "\xE2\x86\xB5";  // ↵
-    } else if (c < 0x20 || c == 0x7F) {
-      // Other control characters as escapes: DejaVu and Noto have no control pictures (U+2400…).
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02X", c);
-      out += escaped;
-    } else {
-      out.append(text, i, length);
-    }
+    append_shown(out, text, i, length);
     i += length;
     ++characters;
+  }
+  return out;
+}
+
+std::string terminal_text(std::string_view message) {
+  const std::string text = valid_utf8(message);
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = utf8_sequence_length(text, i);
+    append_shown(out, text, i, length);
+    i += length;
   }
   return out;
 }

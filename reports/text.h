@@ -15,9 +15,14 @@ namespace headscan {
 std::string valid_utf8(std::string_view text);
 
 // A token as shown in tables, viewers and plots: valid UTF-8, tab as "⇥", newline as "↵", other
-// control characters as "\x01", a token of only spaces as "␣", at most `max_characters` code
-// points (then "…").
+// control characters as "\x01" (C1 ones as "\u009B"), a token of only spaces as "␣", at most
+// `max_characters` code points (then "…").
 std::string display_token(std::string_view token, std::size_t max_characters = 24);
+
+// A message as printed on a terminal: valid UTF-8, every control character escaped as
+// display_token() escapes it, so that text from input files (a BOS token, a file name, a shard's
+// warning) can neither move the cursor, recolour, retitle the terminal nor start a line of its own.
+std::string terminal_text(std::string_view message);
 
 // Escapes & < > " ' for HTML text and attribute values (after valid_utf8).
 std::string escape_html(std::string_view text);

@@ -417,6 +417,38 @@ TEST_CASE("cli: bad usage exits 2 with a message", "[cli][errors][e2e]") {
     const CommandResult result = run_expecting_input_error(work, {model, corpus, "--max-length", "1"});
     CHECK_THAT(result.err, Contains("--max-length"));
   }
+  SECTION("--seed out of range: negative, 2^64, or not decimal (CLI11 once wrapped -1 to 2^64 - 1)") {
+    for (const char* seed : {"-1", "18446744073709551616", "0x10", "1.5"}) {
+      const CommandResult result = run_expecting_input_error(work, {model, corpus, "--seed", seed});
+      CHECK_THAT(result.err, Contains(std::string("--seed ") + seed) && Contains("0 to 18446744073709551615"));
+    }
+    CHECK_THAT(run_expecting_input_error(work, {model, corpus, "--seed", "-1"}).err, Contains("a negative number"));
+  }
+  SECTION("--sink and --window take the range of their thresholds, and neither gives the cache a second size") {
+    CHECK_THAT(run_expecting_input_error(work, {model, corpus, "--window", "0"}).err, Contains("--window"));
+    CHECK_THAT(run_expecting_input_error(work, {model, corpus, "--threshold", "streaming_window=0"}).err,
+               Contains("a whole number from 1 to 1000000000"));
+    CHECK_THAT(run_expecting_input_error(work, {model, corpus, "--sink", "1000000001"}).err, Contains("--sink"));
+    const CommandResult both =
+        run_expecting_input_error(work, {model, corpus, "--sink", "4", "--threshold", "streaming_sink=8"});
+    CHECK_THAT(both.err, Contains("--sink 4 and --threshold streaming_sink=8") && Contains("two sizes"));
+  }
+  SECTION("a text given where a path belongs is quoted by its first bytes only") {
+    const std::string long_text(10000, 'x');
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{long_text, corpus}, {model, long_text}, {model, corpus, "--idf", long_text}}) {
+      const CommandResult result = run_expecting_input_error(work, args);
+      CHECK_THAT(result.err, Contains("10000 bytes") && Contains(std::string(200, 'x') + "…"));
+      CHECK(result.err.size() < 600);
+    }
+  }
+  SECTION("control characters of a file name reach the terminal escaped") {
+    const CommandResult result =
+        run_expecting_input_error(work, {model, (work / "corpus\x1B[31m\x07.txt").string()});
+    CHECK_THAT(result.err, Contains("corpus\\x1B[31m\\x07.txt"));
+    CHECK(result.err.find('\x1B') == std::string::npos);
+    CHECK(result.err.find('\x07') == std::string::npos);
+  }
 }
 
 TEST_CASE("cli: options that would be ignored, prompts that are binary and standard input are named", "[cli][errors][e2e]") {
@@ -439,6 +471,12 @@ TEST_CASE("cli: options that would be ignored, prompts that are binary and stand
     const std::string examples = work.write("prompts.txt", prompts);
     const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--examples", examples});
     CHECK_THAT(result.err, Contains("--examples") && Contains("NUL byte") && Contains(":" + std::to_string(line) + ":"));
+  }
+  SECTION("--examples - and --examples DIR say what they are") {
+    const CommandResult stdin_examples = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--examples", "-"});
+    CHECK_THAT(stdin_examples.err, Contains("--examples -") && Contains("standard input") && Contains("write the prompts"));
+    const CommandResult directory = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--examples", "."});
+    CHECK_THAT(directory.err, Contains("--examples .") && Contains("found a directory"));
   }
   SECTION("a damaged corpus on standard input is named -") {
     const std::string binary = work.write("binary.txt", std::string("w3\0w4\n", 6));

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "analyzer/cli/option_values.h"
@@ -60,4 +62,49 @@ TEST_CASE("compare's steps values: one whole number per run", "[cli][options]") 
     CAPTURE(value);
     CHECK_THROWS_WITH(parse_steps_option(value), Contains("expected the training step of each run"));
   }
+}
+
+TEST_CASE("seed values: whole numbers from 0 to 2^64 - 1 in decimal digits", "[cli][options]") {
+  using headscan::parse_seed_option;
+  CHECK(parse_seed_option("0") == 0);
+  CHECK(parse_seed_option("42") == 42);
+  CHECK(parse_seed_option("18446744073709551615") == UINT64_MAX);
+  CHECK_THROWS_WITH(parse_seed_option("-1"), Contains("--seed -1") && Contains("a negative number"));
+  CHECK_THROWS_WITH(parse_seed_option("18446744073709551616"), Contains("0 to 18446744073709551615") &&
+                                                                   Contains("a number past it"));
+  for (const std::string value : {"", "+1", "0x10", "1.5", "1e3", " 1", "1 "}) {
+    CAPTURE(value);
+    CHECK_THROWS_WITH(parse_seed_option(value), Contains("expected a whole number from 0 to 18446744073709551615"));
+  }
+}
+
+TEST_CASE("--sink and --window share their thresholds' range and value", "[cli][options]") {
+  CHECK(headscan::count_threshold_minimum("streaming_sink") == 0);
+  CHECK(headscan::count_threshold_minimum("streaming_window") == 1);
+  CHECK(headscan::count_threshold_minimum("syntactic_support") == 0);
+  CHECK_THROWS_WITH(parse_threshold_option("streaming_window=0"), Contains("a whole number from 1 to 1000000000"));
+  CHECK(parse_threshold_option("streaming_sink=0").value == 0);
+  std::map<std::string, double> thresholds = headscan::parse_threshold_options({"streaming_sink=8"});
+  headscan::set_streaming_size(thresholds, "--sink", "streaming_sink", 8);  // the same size: one cache
+  headscan::set_streaming_size(thresholds, "--window", "streaming_window", 32);
+  CHECK(thresholds.at("streaming_sink") == 8);
+  CHECK(thresholds.at("streaming_window") == 32);
+  CHECK_THROWS_WITH(headscan::set_streaming_size(thresholds, "--sink", "streaming_sink", 4),
+                    Contains("--sink 4 and --threshold streaming_sink=8") && Contains("two sizes"));
+}
+
+TEST_CASE("a text where a path belongs is refused when no path can be that long, quoting its start", "[cli][options]") {
+  CHECK_NOTHROW(headscan::check_path_option("--idf", "idf.txt"));
+  CHECK_NOTHROW(headscan::check_path_option("--idf", ""));
+  CHECK_NOTHROW(headscan::check_path_option("--idf", std::string(255, 'a') + "/" + std::string(255, 'b')));
+  const std::string long_text(10000, 'x');
+  CHECK_THROWS_WITH(headscan::check_path_option("the model path", long_text),
+                    Contains("the model path " + std::string(headscan::kShownPathBytes, 'x') + "… (10000 bytes)") &&
+                        !Contains(std::string(headscan::kShownPathBytes + 1, 'x')));
+  CHECK_THROWS_WITH(headscan::check_path_option("--idf", "dir/" + std::string(256, 'n')),
+                    Contains("a name of 256 bytes"));
+  // Cut at a character boundary: 199 bytes of 'a', then "é" (2 bytes) across the limit.
+  CHECK(headscan::shown_path(std::string(199, 'a') + "é" + std::string(100, 'z')) ==
+        std::string(199, 'a') + "… (301 bytes)");
+  CHECK(headscan::shown_path("short/path.txt") == "short/path.txt");
 }

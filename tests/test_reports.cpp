@@ -52,6 +52,12 @@ TEST_CASE("text from the corpus is escaped for HTML and for scripts", "[reports]
     CHECK(display_token("  ") == "␣");
     CHECK(display_token("注意力机制", 3) == "注意力…");
   }
+  SECTION("messages reach the terminal with control characters escaped as tokens are") {
+    // ESC [ 31 m (colour), BEL, a line feed, C1 CSI (U+009B), OSC 0 (a window title), invalid UTF-8.
+    CHECK(terminal_text("bos \x1B[31m\x07\n\xC2\x9B" "2J\x1B]0;x\x07 \xFF é") ==
+          "bos \\x1B[31m\\x07↵\\u009B2J\\x1B]0;x\\x07 \xEF\xBF\xBD é");
+    CHECK(terminal_text("model.pt: expected a TorchScript archive") == "model.pt: expected a TorchScript archive");
+  }
 }
 
 TEST_CASE("heads.json fields may be absent, null or objects", "[reports]") {

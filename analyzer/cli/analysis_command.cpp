@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -29,6 +31,20 @@ void check_text_field(const CLI::Option& option, const std::string& corpus) {
       "--text-field applies to JSON Lines corpora (.jsonl), and {} is not one{}; leave the option out, or give the "
       ".jsonl file",
       corpus == "-" ? "standard input" : corpus, corpus == "-" ? " (standard input is read as plain text)" : ""));
+}
+
+void check_examples_path(const std::string& path) {
+  const std::string expected = "expected a text file of prompts, one per line";
+  if (path == "-") {
+    throw InputError(fmt::format("--examples -: {}, found \"-\", standard input, which only the corpus may be read "
+                                 "from; write the prompts to a file and give its path",
+                                 expected));
+  }
+  std::error_code error;
+  if (!path.empty() && std::filesystem::is_directory(path, error)) {
+    throw InputError(fmt::format("--examples {}: {}, found a directory; give a text file inside it", shown_path(path),
+                                 expected));
+  }
 }
 
 AnalysisCommand::AnalysisCommand() : app_("headscan: label the attention heads of a TorchScript transformer by what they do") {
@@ -73,7 +89,8 @@ AnalysisCommand::AnalysisCommand() : app_("headscan: label the attention heads o
       ->capture_default_str();
   app_.add_option("--max-sequences", options_.max_sequences, "stop after this many sequences (0: whole corpus)")
       ->check(at_least(0))->capture_default_str();
-  app_.add_option("--seed", options_.seed, "seed for the synthetic probe sequences, masked-LM masks and random pruning orders")
+  app_.add_option("--seed", seed_, "seed for the synthetic probe sequences, masked-LM masks and random pruning orders "
+                                  "(0 to 2^64 - 1)")
       ->capture_default_str();
   app_.add_flag("--ablation", options_.ablation,
                 "causal evidence: head importance (gradients), the loss with each head removed, a pruning curve and "
@@ -87,11 +104,13 @@ AnalysisCommand::AnalysisCommand() : app_("headscan: label the attention heads o
   app_.add_option("--sink", sink_,
                   "streaming heads and the KV-cache plan: the sink tokens a streaming cache keeps (default 4; the "
                   "threshold streaming_sink)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 31));
+      ->check(CLI::Range(static_cast<std::int64_t>(count_threshold_minimum("streaming_sink")),
+                         static_cast<std::int64_t>(kMaxThresholdCount)));
   app_.add_option("--window", window_,
                   "streaming heads and the KV-cache plan: the recent tokens a streaming cache keeps (default 64; the "
                   "threshold streaming_window)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31));
+      ->check(CLI::Range(static_cast<std::int64_t>(count_threshold_minimum("streaming_window")),
+                         static_cast<std::int64_t>(kMaxThresholdCount)));
   app_.add_option("--examples", options_.examples_path,
                   "a text file of prompts, one per line: the example sequences the report draws (up to 8), instead "
                   "of the corpus's first lines; they do not count in any score")
@@ -126,10 +145,19 @@ void AnalysisCommand::parse(std::vector<std::string> args) {
 }
 
 AnalysisOptions AnalysisCommand::finish() {
+  check_path_option("the model path", options_.model_path);
+  if (options_.corpus_path != "-") check_path_option("the corpus path", options_.corpus_path);
+  const std::pair<const char*, const std::string*> paths[] = {{"-o", &options_.output_dir},
+                                                              {"--tokenizer", &options_.tokenizer_path},
+                                                              {"--examples", &options_.examples_path},
+                                                              {"--idf", &options_.idf_path}};
+  for (const auto& [option, path] : paths) check_path_option(option, *path);
+  check_examples_path(options_.examples_path);
   check_text_field(*text_field_, options_.corpus_path);
+  options_.seed = parse_seed_option(seed_);
   options_.thresholds = parse_threshold_options(thresholds_);
-  if (sink_) options_.thresholds["streaming_sink"] = static_cast<double>(*sink_);
-  if (window_) options_.thresholds["streaming_window"] = static_cast<double>(*window_);
+  if (sink_) set_streaming_size(options_.thresholds, "--sink", "streaming_sink", *sink_);
+  if (window_) set_streaming_size(options_.thresholds, "--window", "streaming_window", *window_);
   if (!shard_.empty()) {
     const ShardOption parsed = parse_shard_option(shard_);
     options_.shard = CorpusSlice{parsed.index, parsed.count};

@@ -22,6 +22,10 @@ CLI::Validator at_least(std::int64_t minimum);
 // Throws InputError then.
 void check_text_field(const CLI::Option& option, const std::string& corpus);
 
+// --examples names a file of prompts: "-" (standard input, which the corpus may be) and a
+// directory are refused saying what they are. Throws InputError.
+void check_examples_path(const std::string& path);
+
 class AnalysisCommand {
  public:
   AnalysisCommand();
@@ -34,8 +38,8 @@ class AnalysisCommand {
   // --help and --version are usage errors here (for front ends that print nothing).
   void parse(std::vector<std::string> args);
 
-  // After parsing: the checks CLI11 cannot make (--text-field, --threshold, --shard), then the
-  // options. Throws InputError.
+  // After parsing: the checks CLI11 cannot make (paths, --examples, --text-field, --seed,
+  // --threshold with --sink and --window, --shard), then the options. Throws InputError.
   AnalysisOptions finish();
 
   bool quiet() const { return quiet_; }
@@ -55,6 +59,7 @@ class AnalysisCommand {
   std::vector<std::string> thresholds_;
   std::optional<std::int64_t> sink_;
   std::optional<std::int64_t> window_;
+  std::string seed_ = "0";
   std::string shard_;
   bool no_html_ = false;
   bool no_plots_ = false;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -22,20 +23,28 @@
 #include "analyzer/run/idf_command.h"
 #include "analyzer/run/merge_command.h"
 #include "analyzer/run/tokenize_command.h"
+#include "reports/text.h"
 
 namespace {
+
+// Every line headscan prints passes here, so that no text from an input (a model's BOS token, a
+// file name, a shard's warning) reaches the terminal with its control characters: terminal_text().
+template <typename... Args>
+void print_line(std::FILE* stream, fmt::format_string<Args...> format, Args&&... args) {
+  fmt::print(stream, "{}\n", headscan::terminal_text(fmt::format(format, std::forward<Args>(args)...)));
+}
 
 constexpr int kExitFailure = 1;
 constexpr int kExitBadInput = 2;
 
 void print_summary(const headscan::AnalysisSummary& summary) {
-  fmt::print("analysed {} sequences ({} tokens) in {:.1f} s: {} layers x {} heads\n", summary.sequences,
+  print_line(stdout, "analysed {} sequences ({} tokens) in {:.1f} s: {} layers x {} heads", summary.sequences,
              summary.tokens, summary.seconds, summary.layers, summary.heads);
   std::vector<std::string> counts;
   for (const auto& [label, count] : summary.label_counts) counts.push_back(fmt::format("{} {}", count, label));
-  fmt::print("primary labels: {}\n", fmt::join(counts, ", "));
-  for (const std::string& line : summary.findings) fmt::print("{}\n", line);
-  fmt::print("report: {}/heads.json\n", summary.output_dir);
+  print_line(stdout, "primary labels: {}", fmt::join(counts, ", "));
+  for (const std::string& line : summary.findings) print_line(stdout, "{}", line);
+  print_line(stdout, "report: {}/heads.json", summary.output_dir);
 }
 
 // Runs a command body, mapping its errors to exit codes: InputError → 2, anything else → 1.
@@ -44,10 +53,10 @@ int run_with_exit_codes(Body&& body) {
   try {
     return body();
   } catch (const headscan::InputError& e) {
-    fmt::print(stderr, "headscan: error: {}\n", e.what());
+    print_line(stderr, "headscan: error: {}", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "headscan: failed: {}\n", e.what());
+    print_line(stderr, "headscan: failed: {}", e.what());
     return kExitFailure;
   }
 }
@@ -60,7 +69,8 @@ std::optional<int> parse_subcommand(CLI::App& app, int argc, char** argv, const 
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "headscan {}: error: {}\nRun with --help for more information.\n", name, e.what());
+    print_line(stderr, "headscan {}: error: {}", name, e.what());
+    print_line(stderr, "Run with --help for more information.");
     return kExitBadInput;
   }
   return std::nullopt;
@@ -95,16 +105,20 @@ int run_tokenize_command(int argc, char** argv) {
   if (!file_only && !inputs.empty()) options.model_path = inputs[0];
   if (inputs.size() == 2 || file_only) options.input_path = inputs.back();
   if (options.text && !options.input_path.empty()) {
-    fmt::print(stderr, "headscan tokenize: error: give either --text or FILE, not both\n");
+    print_line(stderr, "headscan tokenize: error: give either --text or FILE, not both");
     return kExitBadInput;
   }
 
   return run_with_exit_codes([&] {
+    for (const std::string& input : inputs) {
+      if (input != "-") headscan::check_path_option("headscan tokenize", input);
+    }
+    headscan::check_path_option("--tokenizer", options.tokenizer_path);
     const headscan::TokenizeSummary summary = headscan::run_tokenize(options, std::cin, std::cout);
     std::cout.flush();
-    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
+    for (const std::string& warning : summary.warnings) print_line(stderr, "headscan: warning: {}", warning);
     if (!quiet) {
-      fmt::print(stderr, "tokenizer: {}; BOS: {}; suffix: {}; max_length {}; {} lines, {} windows, {} tokens\n",
+      print_line(stderr, "tokenizer: {}; BOS: {}; suffix: {}; max_length {}; {} lines, {} windows, {} tokens",
                  summary.tokenizer, summary.bos, summary.suffix, summary.max_length, summary.documents, summary.windows,
                  summary.tokens);
     }
@@ -141,17 +155,22 @@ int run_idf_command(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no summary on standard error");
   if (const auto exit_code = parse_subcommand(app, argc, argv, "idf")) return *exit_code;
   if (inputs.size() == 1 && options.tokenizer_path.empty()) {
-    fmt::print(stderr, "headscan idf: error: give MODEL.pt and CORPUS, or --tokenizer FILE and CORPUS\n");
+    print_line(stderr, "headscan idf: error: give MODEL.pt and CORPUS, or --tokenizer FILE and CORPUS");
     return kExitBadInput;
   }
   if (inputs.size() == 2) options.model_path = inputs[0];
   options.corpus_path = inputs.back();
   return run_with_exit_codes([&] {
+    for (const std::string& input : inputs) {
+      if (input != "-") headscan::check_path_option("headscan idf", input);
+    }
+    headscan::check_path_option("--tokenizer", options.tokenizer_path);
+    headscan::check_path_option("-o", options.output_path);
     headscan::check_text_field(*text_field, options.corpus_path);
     const headscan::IdfSummary summary = headscan::run_idf(options);
-    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
+    for (const std::string& warning : summary.warnings) print_line(stderr, "headscan: warning: {}", warning);
     if (!quiet) {
-      fmt::print(stderr, "tokenizer: {}; {} documents; wrote {}\n", summary.tokenizer, summary.documents,
+      print_line(stderr, "tokenizer: {}; {} documents; wrote {}", summary.tokenizer, summary.documents,
                  options.output_path);
     }
     return 0;
@@ -181,20 +200,22 @@ int run_merge_command(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no summary");
   if (const auto exit_code = parse_subcommand(app, argc, argv, "merge")) return *exit_code;
   return run_with_exit_codes([&] {
+    for (const std::string& directory : options.shard_directories) headscan::check_path_option("headscan merge", directory);
+    headscan::check_path_option("-o", options.output_dir);
     options.thresholds = headscan::parse_threshold_options(thresholds);
     options.html = !no_html;
     options.plots = !no_plots;
     const headscan::MergeSummary summary = headscan::run_merge(options);
-    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
+    for (const std::string& warning : summary.warnings) print_line(stderr, "headscan: warning: {}", warning);
     if (!quiet) {
-      fmt::print("merged {} shards: {} sequences ({} tokens), {} layers x {} heads; the shards took {:.1f} s, the "
-                 "merge {:.2f} s\n",
+      print_line(stdout, "merged {} shards: {} sequences ({} tokens), {} layers x {} heads; the shards took {:.1f} s, the "
+                 "merge {:.2f} s",
                  summary.shards, summary.sequences, summary.tokens, summary.layers, summary.heads,
                  summary.shard_seconds, summary.seconds);
       std::vector<std::string> counts;
       for (const auto& [label, count] : summary.label_counts) counts.push_back(fmt::format("{} {}", count, label));
-      fmt::print("primary labels: {}\n", fmt::join(counts, ", "));
-      fmt::print("report: {}/heads.json\n", summary.output_dir);
+      print_line(stdout, "primary labels: {}", fmt::join(counts, ", "));
+      print_line(stdout, "report: {}/heads.json", summary.output_dir);
     }
     return 0;
   });
@@ -231,6 +252,8 @@ int run_compare_command(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no summary");
   if (const auto exit_code = parse_subcommand(app, argc, argv, "compare")) return *exit_code;
   return run_with_exit_codes([&] {
+    for (const std::string& run : options.runs) headscan::check_path_option("headscan compare", run);
+    headscan::check_path_option("-o", options.output_dir);
     // Given empty ("--scores ''", as an unset shell variable gives): an error, not the default.
     if (scores_option->count() > 0 && scores.empty()) {
       throw headscan::InputError("--scores is empty; give score names, e.g. --scores induction,entropy, or leave the "
@@ -249,18 +272,18 @@ int run_compare_command(int argc, char** argv) {
     options.html = !no_html;
     options.plots = !no_plots;
     const headscan::CompareSummary summary = headscan::run_compare(options);
-    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
+    for (const std::string& warning : summary.warnings) print_line(stderr, "headscan: warning: {}", warning);
     if (!quiet) {
-      fmt::print("compared {} runs of {} layers x {} heads in {:.2f} s: {}\n", summary.runs, summary.layers,
+      print_line(stdout, "compared {} runs of {} layers x {} heads in {:.2f} s: {}", summary.runs, summary.layers,
                  summary.heads, summary.seconds, fmt::join(summary.order, ", "));
-      fmt::print("best induction score above 0.5 from {}; in-context-learning gap at least 1 nat from {}\n",
+      print_line(stdout, "best induction score above 0.5 from {}; in-context-learning gap at least 1 nat from {}",
                  summary.induction_formed.empty() ? "no run" : summary.induction_formed,
                  summary.gap_formed.empty() ? "no run" : summary.gap_formed);
-      fmt::print("{} heads changed their primary label\n", summary.changed_heads);
+      print_line(stdout, "{} heads changed their primary label", summary.changed_heads);
       if (no_html) {
-        fmt::print("report: {}/compare.json (compare.csv beside it)\n", summary.output_dir);
+        print_line(stdout, "report: {}/compare.json (compare.csv beside it)", summary.output_dir);
       } else {
-        fmt::print("report: {}/index.html (compare.json and compare.csv beside it)\n", summary.output_dir);
+        print_line(stdout, "report: {}/index.html (compare.json and compare.csv beside it)", summary.output_dir);
       }
     }
     return 0;
@@ -284,7 +307,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "headscan: error: {}\nRun with --help for more information.\n", e.what());
+    print_line(stderr, "headscan: error: {}", e.what());
+    print_line(stderr, "Run with --help for more information.");
     return kExitBadInput;
   }
 
@@ -293,11 +317,11 @@ int main(int argc, char** argv) {
     const bool quiet = command.quiet();
     const std::string& shard = command.shard();
     const headscan::AnalysisSummary summary = headscan::run_analysis(options);
-    for (const std::string& warning : summary.warnings) fmt::print(stderr, "headscan: warning: {}\n", warning);
+    for (const std::string& warning : summary.warnings) print_line(stderr, "headscan: warning: {}", warning);
     if (quiet) return 0;
     if (summary.shard_state) {
-      fmt::print("shard {}: analysed {} sequences ({} tokens) in {:.1f} s; its state is in {}: headscan merge the "
-                 "directories of all shards\n",
+      print_line(stdout, "shard {}: analysed {} sequences ({} tokens) in {:.1f} s; its state is in {}: headscan merge the "
+                 "directories of all shards",
                  shard, summary.sequences, summary.tokens, summary.seconds, summary.output_dir);
     } else {
       print_summary(summary);

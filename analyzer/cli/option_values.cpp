@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <string_view>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -32,6 +33,8 @@ std::string shown(const std::string& text) {
 
 }  // namespace
 
+double count_threshold_minimum(const std::string& name) { return name == "streaming_window" ? 1 : 0; }
+
 ThresholdOption parse_threshold_option(const std::string& text) {
   const std::size_t equals = text.find('=');
   if (equals == std::string::npos || equals == 0) {
@@ -42,14 +45,16 @@ ThresholdOption parse_threshold_option(const std::string& text) {
   ThresholdOption option{text.substr(0, equals), 0};
   const std::string value_text = text.substr(equals + 1);
   const bool count = is_count_threshold(option.name);
-  const std::string expected = count ? fmt::format("a whole number from 0 to {:.0f} (a number of {})", kMaxThresholdCount,
+  const double minimum = count_threshold_minimum(option.name);
+  const std::string expected = count ? fmt::format("a whole number from {:.0f} to {:.0f} (a number of {})", minimum,
+                                                   kMaxThresholdCount,
                                                    option.name == "syntactic_support" ? "sentences" : "tokens")
                                      : std::string("a number from 0 to 1 (a share of attention or of queries)");
   const char* const begin = value_text.data();
   const char* const end = begin + value_text.size();
   const auto [parsed_end, error] = std::from_chars(begin, end, option.value);
   const bool number = !value_text.empty() && error == std::errc() && parsed_end == end && std::isfinite(option.value);
-  const bool in_range = number && (count ? option.value >= 0 && option.value <= kMaxThresholdCount &&
+  const bool in_range = number && (count ? option.value >= minimum && option.value <= kMaxThresholdCount &&
                                                std::floor(option.value) == option.value
                                          : option.value >= 0 && option.value <= 1);
   if (!in_range) {
@@ -70,6 +75,47 @@ std::map<std::string, double> parse_threshold_options(const std::vector<std::str
     }
   }
   return thresholds;
+}
+
+void set_streaming_size(std::map<std::string, double>& thresholds, const std::string& option, const std::string& name,
+                        std::int64_t value) {
+  const auto given = thresholds.find(name);
+  if (given != thresholds.end() && given->second != static_cast<double>(value)) {
+    throw InputError(fmt::format("{} {} and --threshold {}={:.0f} give the streaming cache two sizes; give one of "
+                                 "them (the threshold {} is what {} sets)",
+                                 option, value, name, given->second, name, option));
+  }
+  thresholds[name] = static_cast<double>(value);
+}
+
+std::uint64_t parse_seed_option(const std::string& text) {
+  std::uint64_t seed = 0;
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seed);
+  if (!digits || error != std::errc() || end != text.data() + text.size()) {
+    const char* found = digits                                  ? ", found a number past it"
+                        : !text.empty() && text.front() == '-' ? ", found a negative number"
+                                                                : "";
+    throw InputError(fmt::format("--seed {}: expected a whole number from 0 to 18446744073709551615 (2^64 - 1) in "
+                                 "decimal digits{}; e.g. --seed 42",
+                                 shown(text), found));
+  }
+  return seed;
+}
+
+void check_path_option(const std::string& what, const std::string& path) {
+  std::size_t longest_name = 0;
+  for (std::size_t begin = 0; begin <= path.size();) {
+    const std::size_t slash = std::min(path.find('/', begin), path.size());
+    longest_name = std::max(longest_name, slash - begin);
+    begin = slash + 1;
+  }
+  if (path.size() < PATH_MAX && longest_name <= NAME_MAX) return;
+  throw InputError(fmt::format("{} {}: expected a path, found {} bytes{}, more than any path can hold (at most {} "
+                               "bytes, a name at most {}); check what was given",
+                               what, shown_path(path), path.size(),
+                               longest_name > NAME_MAX ? fmt::format(" with a name of {} bytes", longest_name) : "",
+                               PATH_MAX - 1, NAME_MAX));
 }
 
 ShardOption parse_shard_option(const std::string& text) {

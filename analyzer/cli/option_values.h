@@ -25,6 +25,26 @@ constexpr double kMaxThresholdCount = 1e9;
 // Whether `name` is one of kCountThresholds.
 bool is_count_threshold(const std::string& name);
 
+// The smallest value of a count threshold: 1 for streaming_window (the window holds the query
+// itself), else 0. --sink and --window take the range of --threshold streaming_sink and
+// streaming_window: count_threshold_minimum(name) to kMaxThresholdCount.
+double count_threshold_minimum(const std::string& name);
+
+// --sink or --window (`option`), which sets the threshold `name` (streaming_sink,
+// streaming_window), into `thresholds` (--threshold's). Throws InputError when --threshold gave
+// that threshold another value: the cache would have two sizes.
+void set_streaming_size(std::map<std::string, double>& thresholds, const std::string& option, const std::string& name,
+                        std::int64_t value);
+
+// The --seed value: a whole number from 0 to 2^64 - 1, in decimal digits. Throws InputError saying
+// what was expected and what was found (a sign, a fraction, a number past 2^64 - 1).
+std::uint64_t parse_seed_option(const std::string& text);
+
+// Refuses a text given where a path belongs (`what`: "the model path", "--idf") that no path can
+// be, before anything tries to open it: longer than PATH_MAX bytes, or with a name longer than
+// NAME_MAX. The message quotes only its start (shown_path). Throws InputError.
+void check_path_option(const std::string& what, const std::string& path);
+
 // One --threshold value "NAME=VALUE": a name, then a finite decimal number in the threshold's
 // range. Throws InputError saying what was expected, what was found and giving an example.
 // Whether NAME exists is the registry's check (resolve_thresholds).

@@ -117,7 +117,7 @@ TextLineReader::TextLineReader(const std::string& path, const std::string& expec
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   if (!fs::exists(status)) {
-    throw InputError(path + ": " + expected + ", found nothing at this path; check the path");
+    throw InputError(shown_path(path) + ": " + expected + ", found nothing at this path; check the path");
   }
   if (fs::is_directory(status)) {
     throw InputError(path + ": " + expected + ", found a directory; give a " + kind + " inside it");

@@ -21,10 +21,11 @@ bool starts_like_zip(const std::string& path) {
 }  // namespace
 
 ModelArchiveExtras read_model_extras(const std::string& path) {
-  if (!std::filesystem::exists(path)) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
     throw InputError(fmt::format("{}: model file not found; give the path of a TorchScript archive saved with "
                                  "torch.jit.save, or --tokenizer FILE",
-                                 path));
+                                 shown_path(path)));
   }
   reject_pipe_or_device(path, "expected a TorchScript archive");
   if (std::filesystem::is_directory(path) || !starts_like_zip(path)) {

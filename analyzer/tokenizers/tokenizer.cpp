@@ -45,8 +45,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_file(const std::string& path) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   if (!fs::exists(status)) {
-    throw InputError(path + ": expected a tokenizer file, found nothing at this path; check the path (supported: " +
-                     kSupportedFiles + ")");
+    throw InputError(shown_path(path) + ": expected a tokenizer file, found nothing at this path; check the path " +
+                     "(supported: " + kSupportedFiles + ")");
   }
   if (fs::is_directory(status)) {
     const bool has_json = fs::exists(fs::path(path) / "tokenizer.json", error);

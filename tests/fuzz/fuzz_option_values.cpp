@@ -1,6 +1,9 @@
 // --threshold NAME=VALUE: each input line is one value; accepted values are finite and in range.
 // --shard I/N: the first line is one value; an accepted one has I < N <= kMaxShards.
 // --steps A,B,…: the first line too; accepted steps are 0 … kMaxMetadataStep, one per comma-separated item.
+// --seed N: the first line too; an accepted seed is the decimal number the line spells.
+// Count thresholds lie in count_threshold_minimum(name) … kMaxThresholdCount, the range --sink and
+// --window take.
 
 #include <algorithm>
 #include <cmath>
@@ -30,12 +33,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const headscan::InputError&) {
     }
   }
+  if (!values.empty()) {
+    try {
+      const std::uint64_t seed = headscan::parse_seed_option(values.front());
+      std::string digits = values.front();  // without leading zeros
+      digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+      HEADSCAN_FUZZ_CHECK(std::to_string(seed) == digits);
+    } catch (const headscan::InputError&) {
+    }
+  }
   try {
     for (const auto& [name, value] : headscan::parse_threshold_options(values)) {
       HEADSCAN_FUZZ_CHECK(!name.empty() && std::isfinite(value) && value >= 0);
       const bool count = headscan::is_count_threshold(name);
       HEADSCAN_FUZZ_CHECK(value <= (count ? headscan::kMaxThresholdCount : 1.0));
-      if (count) HEADSCAN_FUZZ_CHECK(std::floor(value) == value);
+      if (count) HEADSCAN_FUZZ_CHECK(std::floor(value) == value && value >= headscan::count_threshold_minimum(name));
     }
   } catch (const headscan::InputError&) {
   }
