@@ -17,7 +17,7 @@ void HeadMeans::resize(const ModelShape& shape) {
   counts_.assign(shape.layers, 0);
 }
 
-void HeadMeans::add(int layer, const at::Tensor& values, const at::Tensor& counted, DeviceSums* sums) {
+void HeadMeans::add(int layer, const at::Tensor& values, const at::Tensor& counted, DeviceSums* sums, double high) {
   TORCH_CHECK(values.dim() == 3, "per-query values must be [B,H,N], got ", values.sizes());
   TORCH_CHECK(counted.dim() == 2 && counted.size(0) == values.size(0) && counted.size(1) == values.size(2),
               "query mask must be [B,N] matching values ", values.sizes(), ", got ", counted.sizes());
@@ -25,7 +25,7 @@ void HeadMeans::add(int layer, const at::Tensor& values, const at::Tensor& count
               "attention of layer ", layer, " with ", values.size(1), " heads does not fit the model shape (",
               shape_.layers, " layers, ", shape_.heads, " heads)");
   const at::Tensor mask = counted.unsqueeze(1);
-  const at::Tensor head_sums = torch::where(mask, values, torch::zeros({}, values.options()))
+  const at::Tensor head_sums = torch::where(mask, values.clamp(0, high), torch::zeros({}, values.options()))
                                    .sum(at::IntArrayRef{0, 2}, /*keepdim=*/false, at::kDouble);
   // [H + 1]: the heads' sums, then the number of queries counted.
   const at::Tensor pending = torch::cat({head_sums, counted.sum().to(at::kDouble).view({1})});
@@ -64,7 +64,7 @@ void HeadMeans::merge(const nlohmann::json& saved, const std::string& path) {
 void QueryMean::add(const at::Tensor& values, const at::Tensor& counted, DeviceSums* sums) {
   TORCH_CHECK(values.dim() == 2 && counted.sizes() == values.sizes(),
               "per-query values and their mask must both be [B,N], got ", values.sizes(), " and ", counted.sizes());
-  const at::Tensor sum = torch::where(counted, values, torch::zeros({}, values.options())).sum(at::kDouble);
+  const at::Tensor sum = torch::where(counted, values.clamp(0, 1), torch::zeros({}, values.options())).sum(at::kDouble);
   const at::Tensor pending = torch::stack({sum, counted.sum().to(at::kDouble)});  // [2]: sum, count
   add_or_receive(sums, pending, [this](const double* data, std::int64_t) {
     TORCH_CHECK(sum_.add(data[0]), "a batch sum of ", data[0], " cannot be accumulated: the model's attention is not finite");

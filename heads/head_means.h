@@ -26,7 +26,11 @@ class HeadMeans {
 
   // values: [B, H, N] per-query values; counted: [B, N] bool, the queries that count, on the same
   // device. The batch's sums reach this object when `sums` is flushed (at once when null).
-  void add(int layer, const at::Tensor& values, const at::Tensor& counted, DeviceSums* sums = nullptr);
+  // Each value is taken within [0, high], the range of what it measures (1 for shares of attention
+  // or of queries): float weights that round to a sum a little over 1 count as 1, so that no mean
+  // leaves its range and a shard whose means do is refused (heads/statistic_limits.h).
+  void add(int layer, const at::Tensor& values, const at::Tensor& counted, DeviceSums* sums = nullptr,
+           double high = 1.0);
 
   // The mean for one head; NaN when no query counted.
   double mean(int layer, int head) const;
@@ -47,7 +51,8 @@ class HeadMeans {
 // level, say): one sum and one query count, added once per batch.
 class QueryMean {
  public:
-  // values: [B, N] per-query values; counted: [B, N] bool, the queries that count.
+  // values: [B, N] per-query values, shares taken within [0, 1] as HeadMeans::add takes them;
+  // counted: [B, N] bool, the queries that count.
   void add(const at::Tensor& values, const at::Tensor& counted, DeviceSums* sums = nullptr);
   // NaN when no query counted.
   double mean() const;

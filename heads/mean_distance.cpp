@@ -14,7 +14,9 @@ class MeanDistanceClassifier : public MeanScoreClassifier {
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     RowSummary local;
-    means_.add(layer, row_summary(layer, attention, context, local).distance, context.queries, context.sums);
+    // A distance within a window of T tokens is at most T - 1.
+    means_.add(layer, row_summary(layer, attention, context, local).distance, context.queries, context.sums,
+               static_cast<double>(attention.size(-1) - 1));
   }
 };
 

@@ -128,8 +128,10 @@ void expect_same_queries(const MeanGroup& group, const MeanGroup& other, const c
   }
 }
 
-// The sums of `group` and its count's bound. A sum lies in [0, count · high]; rounding each batch
-// sum to 2^-40 (at most one batch per counted query) moves it by at most count · 2^-40.
+// The sums of `group` and its count's bound. A sum lies in [0, count · high], exactly: every value
+// was taken within [0, high] (HeadMeans::add), and neither summing them in double nor rounding a
+// batch's sum to 2^-40 takes a sum past a bound that is a whole number (rounding to nearest is
+// monotone, and whole numbers are exact). No allowance: a merged mean never passes its range.
 void check_means(const MeanGroup& group, const StatisticLimits& limits) {
   const StatisticSchema& statistic = *group.statistic;
   if (group.head_means) {
@@ -148,9 +150,8 @@ void check_means(const MeanGroup& group, const StatisticLimits& limits) {
                      statistic.name, limit.value, limit.origin));
   }
   const double high = highest_value(statistic.values, limits);
-  const auto unit_bound =
-      static_cast<ExactSum::Units>(std::ceil(std::ldexp(high * (1 + kMeanRoundingAllowance), ExactSum::kFractionBits)));
-  const ExactSum::Units bound = static_cast<ExactSum::Units>(count) * (unit_bound + 1);
+  const auto unit_bound = static_cast<ExactSum::Units>(std::ldexp(high, ExactSum::kFractionBits));
+  const ExactSum::Units bound = static_cast<ExactSum::Units>(count) * unit_bound;
   auto check = [&](const ExactSum& sum, const std::string& sum_path, const std::string& count_path) {
     if (sum.units() < 0) {
       fail(fmt::format("{} is {}, below 0: {} averages values of 0 or more", sum_path, sum_text(sum), statistic.name));

@@ -50,12 +50,9 @@ void check_saved_statistics(const nlohmann::json& statistics, const StatisticLim
 // The names of the statistics of ClassifierSet::save(), one per classifier, in heads.json order.
 const std::vector<std::string>& saved_statistic_names();
 
-// A mean's largest value is exact for sums of exact shares; float attention (bf16 rounds each
-// weight to 2^-9) reaches it only within its rounding, so a mean may exceed it by this fraction.
-constexpr double kMeanRoundingAllowance = 1.0 / 64;
-
 // A mean that saved statistics imply (sum / count, as a classifier's finalize() divides), with the
-// largest value it can have; its smallest is 0.
+// largest value it can have, exactly (the classifiers take each value within its range:
+// HeadMeans::add); its smallest is 0.
 struct ImpliedMean {
   std::string path;  // of its sum
   ExactSum sum;

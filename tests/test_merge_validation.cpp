@@ -403,15 +403,26 @@ TEST_CASE("the checks of saved statistics know what every classifier saves", "[s
     if (mean.count == 0) continue;
     INFO(mean.path);
     CHECK(mean.sum.value() >= 0);
-    // Float rounding may take a mean past its bound by a few ulps (uniform rows: normalized entropy
-    // 1 + 2e-8), as the checks allow (kMeanRoundingAllowance).
-    CHECK(mean.sum.value() / static_cast<double>(mean.count) <= mean.high * (1 + 1e-6));
+    // Float rounding takes no mean past its bound (uniform rows: a normalized entropy of 1 + 2e-8
+    // per query is taken as 1).
+    CHECK(mean.sum.value() / static_cast<double>(mean.count) <= mean.high);
   }
   // The same statistics are impossible for a run of 5 tokens, or without probes.
   CHECK_THROWS_WITH(headscan::check_saved_statistics(saved, limits_of(5, 1, 6)),
                     Contains("statistics.previous_token.counts[0] is 5, more queries"));
   CHECK_THROWS_WITH(headscan::check_saved_statistics(saved, limits_of(6, 1, 0)),
                     Contains("statistics.induction.counts[0]"));
+  // A share's mean of exactly 1 is accepted; 1 + 2^-8, which float rounding was once allowed to
+  // reach, is refused: no allowance lets a merged mean pass 1.
+  const auto count = saved["self"]["counts"][0].get<std::uint64_t>();
+  REQUIRE(count == 6);
+  nlohmann::json at_bound = saved;
+  at_bound["self"]["sums"][0][0] = nlohmann::json::array({0, count << 40});
+  CHECK_NOTHROW(headscan::check_saved_statistics(at_bound, limits));
+  nlohmann::json above = saved;
+  above["self"]["sums"][0][0] = nlohmann::json::array({0, (count << 40) + (count << 32)});
+  CHECK_THROWS_WITH(headscan::check_saved_statistics(above, limits),
+                    Contains("statistics.self.sums[0][0] is 6.0234375 over 6 queries") && Contains("above 1"));
   // A classifier set merges what the checks accept, and refuses what they refuse, naming the field.
   headscan::ClassifierSet other;
   other.begin(headscan::ModelShape{2, 3, true});
