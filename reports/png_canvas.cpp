@@ -160,12 +160,17 @@ void write_png_data(png_structp png, png_bytep data, std::size_t size) {
 
 void flush_png_data(png_structp) {}  // CheckedFile::close() flushes
 
+// libpng's errors end in save()'s longjmp, which throws: its default handlers would also print
+// "libpng error: …" to the terminal.
+void png_failed(png_structp png, png_const_charp) { png_longjmp(png, 1); }
+void png_warned(png_structp, png_const_charp) {}
+
 }  // namespace
 
 void PngCanvas::save(const std::filesystem::path& path) const {
   cairo_surface_flush(surface_);
   CheckedFile file(path);
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, png_failed, png_warned);
   png_infop info = png != nullptr ? png_create_info_struct(png) : nullptr;
   if (png == nullptr || info == nullptr) {
     png_destroy_write_struct(&png, &info);

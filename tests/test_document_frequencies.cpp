@@ -123,3 +123,15 @@ TEST_CASE("idf files: only a whole file as headscan writes it counts as one", "[
   }
   CHECK_FALSE(DocumentFrequencies::is_frequency_file((dir / "missing.txt").string()));
 }
+
+// Every file headscan writes goes through CheckedFile: a full disk (/dev/full answers every write
+// with ENOSPC) is an error naming the file and the reason, not a short file.
+TEST_CASE("idf files: a full disk is an error naming the file", "[corpus][idf]") {
+  const auto tokenizer = words();
+  DocumentFrequencies counted(tokenizer->vocab_size());
+  counted.add_document(tokenizer->encode("the cat"), *tokenizer);
+  CHECK_THROWS_WITH(counted.save("/dev/full", *tokenizer), "/dev/full: cannot write (No space left on device)");
+  const TempDir dir;
+  CHECK_THROWS_WITH(counted.save((dir / "missing" / "idf.txt").string(), *tokenizer),
+                    Contains("missing/idf.txt: cannot write (No such file or directory)"));
+}

@@ -179,6 +179,16 @@ TEST_CASE("token labels render in any script", "[reports][e2e]") {
   CHECK(png.width > 16 * 40);
 }
 
+// A plot on a full disk (/dev/full answers every write with ENOSPC) is an error naming the file and
+// the reason, from libpng's write callback through CheckedFile, and nothing on the terminal.
+TEST_CASE("a plot on a full disk is an error naming the file", "[reports]") {
+  for (const int side : {4, 2000}) {  // the last buffer fails at the flush; a large PNG already in libpng's writes
+    CAPTURE(side);
+    const PngCanvas canvas(side, side);
+    CHECK_THROWS_WITH(canvas.save("/dev/full"), "/dev/full: cannot write (No space left on device)");
+  }
+}
+
 TEST_CASE("markup in the corpus and the model stays text", "[reports][e2e]") {
   const Fixture fixture(2, 4, FixtureText::hostile, 2, 16);
   TempDir directory("hostile");
