@@ -17,8 +17,9 @@ class DuplicateTokenClassifier : public TargetAttentionClassifier {
                      "TransformerLens",
                      "#882255",
                      "dup",
-                     /*primary_rank=*/3},
-            LabelRule{/*strict=*/false, /*causal_only=*/true}, BatchSource::probe) {}
+                     /*primary_rank=*/3,
+                     /*causal_only=*/true},
+            LabelRule{}, BatchSource::probe) {}
 
  protected:
   at::Tensor targets(const BatchContext& context) const override { return earlier_occurrences(context); }

@@ -26,6 +26,9 @@ struct HeadType {
   std::string colour{};                  // "#rrggbb" of the label (Paul Tol's "muted" scheme)
   std::string tag{};                     // short tag of the label on map cells, e.g. "prev"
   int primary_rank = 0;                  // among labels, the lower rank is the primary label
+  // Its label is given only to heads of causal models (copying earlier tokens, a streaming cache):
+  // a bidirectional model's heads see later tokens too, and the reports state no threshold for it.
+  bool causal_only = false;
 
   const std::string& name() const { return scores.front().name; }
 };

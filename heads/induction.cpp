@@ -18,8 +18,9 @@ class InductionClassifier : public TargetAttentionClassifier {
                      "Olsson et al. 2022; Bansal et al. 2023",
                      "#CC6677",
                      "ind",
-                     /*primary_rank=*/1},
-            LabelRule{/*strict=*/false, /*causal_only=*/true}, BatchSource::probe) {}
+                     /*primary_rank=*/1,
+                     /*causal_only=*/true},
+            LabelRule{}, BatchSource::probe) {}
 
  protected:
   at::Tensor targets(const BatchContext& context) const override {

@@ -24,7 +24,7 @@ void MeanScoreClassifier::finalize(int layer, int head, const Thresholds& thresh
   const std::string& name = type_.name();
   const double score = means_.mean(layer, head);
   put_score(verdict.scores, name.c_str(), score);
-  if (type_.label.empty() || std::isnan(score) || (rule_.causal_only && !causal_)) return;
+  if (type_.label.empty() || std::isnan(score) || (type_.causal_only && !causal_)) return;
   const double threshold = thresholds.at(name);
   if (rule_.strict ? score > threshold : score >= threshold) verdict.labels.push_back(type_.label);
 }

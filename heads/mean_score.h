@@ -9,9 +9,9 @@
 namespace headscan {
 
 // How a type with a label compares its score with the threshold of the score's name.
+// Labels of a type that is HeadType::causal_only are given only to heads of causal models.
 struct LabelRule {
-  bool strict = false;       // label when score > threshold (else score >= threshold)
-  bool causal_only = false;  // label only heads of causal models
+  bool strict = false;  // label when score > threshold (else score >= threshold)
 };
 
 class MeanScoreClassifier : public HeadClassifier {

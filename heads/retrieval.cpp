@@ -27,8 +27,9 @@ class RetrievalClassifier : public MeanScoreClassifier {
                                      "Wu et al. 2024",
                                      "#AA4499",
                                      "retr",
-                                     /*primary_rank=*/2},
-                            LabelRule{/*strict=*/false, /*causal_only=*/true}, BatchSource::needle) {}
+                                     /*primary_rank=*/2,
+                     /*causal_only=*/true},
+                            LabelRule{}, BatchSource::needle) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (context.needle_targets == nullptr) return;

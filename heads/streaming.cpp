@@ -29,8 +29,8 @@ class StreamingClassifier : public MeanScoreClassifier {
                      "StreamingLLM (Xiao et al. 2023); DuoAttention (Xiao et al. 2024)",
                      "#77AADD",
                      "strm",
-                     /*primary_rank=*/11},
-            LabelRule{/*strict=*/false, /*causal_only=*/true}) {}
+                     /*primary_rank=*/11,
+                     /*causal_only=*/true}) {}
 
   void configure(const Thresholds& thresholds) override { window_ = streaming_window(thresholds); }
 

@@ -160,7 +160,8 @@ std::string head_page(const nlohmann::ordered_json& document, const ReportData& 
   std::string html = page_start(id + " · " + name + " · headscan");
   html += fmt::format("<header class=\"top\"><h1 data-head-id=\"{0}\">{0}: layer {1}, head {2}</h1><div class=\"sub\">{3}",
                       id, info.layer, info.head, escape_html(name));
-  if (info.kv_group) html += fmt::format(" · key/value group {}", *info.kv_group);
+  // Only a grouped-query model's heads share keys and values.
+  if (info.kv_group && data.grouped_query) html += fmt::format(" · key/value group {}", *info.kv_group);
   html += " · ";
   for (const auto& label : info.labels) html += label_badge(label);
   if (info.labels.empty()) html += label_badge("none");

@@ -39,6 +39,13 @@ std::string object_table(const Json& object, const std::vector<std::pair<const c
 std::string parses_note(const Json& corpus) {
   if (!corpus.is_object() || !corpus.contains("parser")) return "";
   const std::string parser = corpus.value("parser", "none");
+  const Json parsed = corpus.value("parsed_sentences", Json(nullptr));
+  const Json sentences = corpus.value("sentences", Json(nullptr));
+  if (parser == "conllu") {
+    return fmt::format("<p class=\"note\">Syntactic labels need dependency parses: {} of {} sentences have one, the "
+                       "CoNLL-U corpus's own trees.</p>",
+                       json_value_html(parsed), json_value_html(sentences));
+  }
   if (parser == "none") {
     return "<p class=\"note\">Syntactic labels need dependency parses: none were made (<code>--parser none</code>). "
            "Give plain English text (parsed by link-grammar) or a CoNLL-U corpus (<code>.conllu</code>).</p>";
@@ -46,8 +53,7 @@ std::string parses_note(const Json& corpus) {
   return fmt::format("<p class=\"note\">Syntactic labels need dependency parses: {} of {} sentences have one ({}). "
                      "link-grammar parses English only; for other languages give a CoNLL-U corpus from a parser for "
                      "that language.</p>",
-                     json_value_html(corpus.value("parsed_sentences", Json(nullptr))),
-                     json_value_html(corpus.value("sentences", Json(nullptr))), escape_html(parser));
+                     json_value_html(parsed), json_value_html(sentences), escape_html(parser));
 }
 
 // A model without a language-model head: what its report lacks and why (heads.json's
@@ -175,8 +181,7 @@ std::string layers_section(const ReportData& data, const ReportContents& content
 }
 
 std::string heads_table_section(const ReportData& data) {
-  const bool grouped = std::any_of(data.head_list.begin(), data.head_list.end(),
-                                   [](const HeadInfo& info) { return info.kv_group && *info.kv_group != info.head; });
+  const bool grouped = data.grouped_query;
   std::string html = "<section id=\"table\"><h2>All heads</h2><p class=\"note\">Click a column to sort.</p>"
                      "<div class=\"table-wrap\"><table class=\"data sortable\" id=\"heads-table\"><thead><tr>"
                      "<th>head</th><th>layer</th>";

@@ -38,6 +38,15 @@ const std::vector<ScoreDescription>& known_scores() {
   return scores;
 }
 
+// Whether the label of the type whose own score is `name` applies to this model: a type labels
+// only causal models' heads when it is causal_only (induction, duplicate-token, ...).
+bool label_applies(const std::string& name, bool causal) {
+  for (const HeadType& type : head_types()) {
+    if (type.name() == name) return causal || !type.causal_only;
+  }
+  return true;
+}
+
 // The scores of --ablation (DESIGN.md, "Causal evidence"): not a head type's, so described here.
 enum class ScoreScale {
   usual,        // [0, 1] for shares, else from min(0, lowest) to the highest
@@ -157,6 +166,8 @@ ReportData read_report_data(const Json& document) {
   const Json model = document.value("model", Json::object());
   data.layers = model.is_object() ? model.value("layers", 0) : 0;
   data.heads = model.is_object() ? model.value("heads", 0) : 0;
+  const Json causal = model.is_object() ? model.value("causal", Json(true)) : Json(true);
+  data.causal = !causal.is_boolean() || causal.get<bool>();
   for (const auto& entry : entries) {
     data.layers = std::max(data.layers, entry.value("layer", -1) + 1);
     data.heads = std::max(data.heads, entry.value("head", -1) + 1);
@@ -184,7 +195,10 @@ ReportData read_report_data(const Json& document) {
     if (layer < 0 || head < 0) continue;
     auto& info = data.head_list[static_cast<std::size_t>(layer * data.heads + head)];
     info.entry = &entry;
-    if (entry.contains("kv_group") && entry["kv_group"].is_number_integer()) info.kv_group = entry["kv_group"].get<int>();
+    if (entry.contains("kv_group") && entry["kv_group"].is_number_integer()) {
+      info.kv_group = entry["kv_group"].get<int>();
+      data.grouped_query = data.grouped_query || *info.kv_group != head;
+    }
     if (entry.contains("primary") && entry["primary"].is_string()) info.primary = entry["primary"].get<std::string>();
     if (entry.contains("labels") && entry["labels"].is_array()) {
       for (const auto& label : entry["labels"]) {
@@ -250,7 +264,8 @@ ReportData read_report_data(const Json& document) {
       column.low = std::min(0.0, low);
       column.high = high > column.low ? high : column.low + 1;
     }
-    if (thresholds.is_object()) column.threshold = number_at(thresholds, name.c_str());
+    // A bidirectional model's map states no threshold of a label it cannot get.
+    if (thresholds.is_object() && label_applies(name, data.causal)) column.threshold = number_at(thresholds, name.c_str());
     data.scores.push_back(std::move(column));
   }
 

@@ -52,6 +52,9 @@ struct ReportData {
   std::vector<HeadInfo> head_list;  // layer-major: index layer * heads + head
   std::vector<ScoreColumn> scores;  // known scores in a fixed order, then unknown ones
   std::map<std::string, double> thresholds;  // heads.json "thresholds"
+  bool causal = true;  // model.causal: false for a bidirectional model, whose heads get no causal-only label
+  // Heads share keys and values (n_kv_heads < n_heads): some head's kv_group is not its own index.
+  bool grouped_query = false;
   std::optional<AblationSummary> ablation;   // heads.json "ablation" (--ablation)
 
   const HeadInfo& at(int layer, int head) const { return head_list[static_cast<std::size_t>(layer * heads + head)]; }

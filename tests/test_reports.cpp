@@ -279,3 +279,44 @@ TEST_CASE("weights are quantized to bytes and base64", "[reports][e2e]") {
 }
 
 // ---- causal evidence (--ablation) ---------------------------------------------------------------
+
+// A bidirectional model (BERT) gets no induction, duplicate-token, retrieval or streaming label: its
+// maps state no threshold for them. A CoNLL-U corpus brings its own trees: no word of link-grammar.
+// Heads that share no keys and values are not said to be in a key/value group.
+TEST_CASE("reports of bidirectional models state only the labels they can get", "[reports][e2e]") {
+  Fixture fixture(1, 2, FixtureText::plain, 2, 10);
+  const auto threshold_of = [](const ReportData& data, const char* score) {
+    const ScoreColumn* column = data.score(score);
+    REQUIRE(column != nullptr);
+    return column->threshold;
+  };
+  const ReportData causal = read_report_data(fixture.heads);
+  CHECK(causal.causal);
+  CHECK(threshold_of(causal, "induction") == 0.4);
+  CHECK(!causal.grouped_query);
+
+  fixture.heads["model"]["causal"] = false;
+  fixture.heads["corpus"]["parser"] = "conllu";
+  const ReportData bidirectional = read_report_data(fixture.heads);
+  CHECK(!bidirectional.causal);
+  CHECK(!threshold_of(bidirectional, "induction"));
+  CHECK(!threshold_of(bidirectional, "duplicate_token"));
+  CHECK(threshold_of(bidirectional, "previous_token") == causal.score("previous_token")->threshold);
+  TempDir directory("bidirectional");
+  write_reports(directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{true, false});
+  const std::string index = read_file(directory.path / "index.html");
+  CHECK(index.find("threshold 0.4") == std::string::npos);  // induction's and duplicate_token's
+  CHECK(index.find("link-grammar") == std::string::npos);
+  CHECK(index.find("the CoNLL-U corpus's own trees") != std::string::npos);
+  CHECK(index.find("kv group") == std::string::npos);
+  CHECK(read_file(directory.path / "heads" / "L0H1.html").find("key/value group") == std::string::npos);
+
+  // Two heads sharing keys and values (n_kv_heads 1): the head pages and the table say so.
+  fixture.heads["heads"][1]["kv_group"] = 0;
+  const ReportData grouped = read_report_data(fixture.heads);
+  CHECK(grouped.grouped_query);
+  TempDir grouped_directory("grouped");
+  write_reports(grouped_directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{true, false});
+  CHECK(read_file(grouped_directory.path / "heads" / "L0H1.html").find("key/value group 0") != std::string::npos);
+  CHECK(read_file(grouped_directory.path / "index.html").find("kv group") != std::string::npos);
+}
