@@ -1,11 +1,11 @@
 #!/bin/sh
 # Nothing lost on a full disk (README, "The output directory"): on a small tmpfs filled to the
-# last byte, a run over an earlier report, `headscan idf --force`, a shard over an earlier shard and
-# `headscan compare --force` exit 1 naming the file that could not be written, and leave the earlier
-# report, file, shard or comparison byte for byte, with no staging directory or lock beside it. An
-# empty mount point given as -o (a container's volume) gets the report in it, --force replaces it
-# there, and a full one keeps its earlier report. Mounting needs root (and the right to mount):
-# otherwise the test is skipped, saying so (exit 77).
+# last byte, a run over an earlier report, `headscan idf --force`, a shard over an earlier shard,
+# `headscan merge --force` and `headscan compare --force` exit 1 naming the file that could not be
+# written, and leave the earlier report, file, shard or comparison byte for byte, with no staging
+# directory or lock beside it. An empty mount point given as -o (a container's volume) gets the
+# report in it, --force replaces it there, and a full one keeps its earlier report. Mounting needs
+# root (and the right to mount): otherwise the test is skipped, saying so (exit 77).
 #   tests/full_disk.sh WORK_DIR HEADSCAN FIXTURE_DIR
 set -eu
 work=$1 headscan=$2 fixtures=$3
@@ -71,9 +71,12 @@ cp -r "$work/runs/a" "$disk/report"
 cp "$work/runs/a/idf.txt" "$disk/idf.txt"
 # shellcheck disable=SC2086
 "$headscan" "$model" "$corpus" --shard 0/2 -o "$disk/shard" $options
+# shellcheck disable=SC2086
+"$headscan" "$model" "$corpus" --shard 1/2 -o "$work/runs/shard1" $options
+"$headscan" merge "$disk/shard" "$work/runs/shard1" -o "$disk/merged" --no-html --no-plots -q
 "$headscan" compare "$work/runs/a" "$work/runs/b" --steps 0,1 -o "$disk/compare" --no-html --no-plots -q
 mkdir "$work/before"
-cp -r "$disk/report" "$disk/idf.txt" "$disk/shard" "$disk/compare" "$work/before/"
+cp -r "$disk/report" "$disk/idf.txt" "$disk/shard" "$disk/merged" "$disk/compare" "$work/before/"
 fill "$disk"
 
 # shellcheck disable=SC2086
@@ -92,10 +95,14 @@ expect 1 "$model" "$corpus" --shard 0/2 -o "$disk/shard" --force $options
 names_file "$disk/shard"
 diff -r "$work/before/shard" "$disk/shard" || fail "the earlier shard changed"
 
+expect 1 merge "$work/before/shard" "$work/runs/shard1" -o "$disk/merged" --force --no-html --no-plots -q
+names_file "$disk/merged"
+diff -r "$work/before/merged" "$disk/merged" || fail "the earlier merged report changed"
+
 expect 1 compare "$work/runs/a" "$work/runs/b" --steps 0,1 -o "$disk/compare" --force -q
 names_file "$disk/compare"
 diff -r "$work/before/compare" "$disk/compare" || fail "the earlier comparison changed"
-only "$disk" "compare fill idf.txt report shard"
+only "$disk" "compare fill idf.txt merged report shard"
 
 # An empty mount point as -o: the report is written into it, and replaced there with --force.
 # shellcheck disable=SC2086
