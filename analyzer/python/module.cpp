@@ -31,6 +31,7 @@
 #include "analyzer/run/compare_command.h"
 #include "reports/plots.h"
 #include "reports/report_data.h"
+#include "reports/text.h"
 
 namespace py = pybind11;
 
@@ -212,16 +213,19 @@ PYBIND11_MODULE(_core, m) {
       throw;
     } catch (const py::builtin_exception&) {
       throw;
-    } catch (const InputError& e) {
-      PyErr_SetString(input_error.get_stored().ptr(), e.what());
+    } catch (const InputError& e) {  // messages as the command line prints them: control characters escaped
+      PyErr_SetString(input_error.get_stored().ptr(), terminal_text(e.what()).c_str());
     } catch (const Interrupted&) {
       PyErr_SetNone(PyExc_KeyboardInterrupt);
     } catch (const std::bad_alloc&) {
       throw;
     } catch (const std::exception& e) {
-      PyErr_SetString(run_error.get_stored().ptr(), e.what());
+      PyErr_SetString(run_error.get_stored().ptr(), terminal_text(e.what()).c_str());
     }
   });
+
+  m.def("terminal_text", [](const std::string& message) { return terminal_text(message); },
+        "A message with its control characters escaped, as the command line prints it.");
 
   m.def("analysis_flags", [] {
     AnalysisCommand command;

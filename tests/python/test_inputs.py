@@ -149,3 +149,12 @@ def test_a_run_given_twice_is_refused_as_by_the_command_line(tmp_path, checkpoin
         assert says in str(raised.value)
     # Two reports of one model are two runs.
     assert headscan.compare([reports[0], reports[1]]).summary["runs"] == 2
+
+
+def test_messages_reach_the_terminal_with_control_characters_escaped(tmp_path):
+    # A file name with an ANSI colour and a bell: the exception says it as the command line does.
+    corpus = tmp_path / "c\x1b[31m\x07.txt"
+    with pytest.raises(headscan.InputError) as raised:
+        headscan.scan(DEMO, corpus, progress=False)
+    assert "c\\x1B[31m\\x07.txt" in str(raised.value)
+    assert "\x1b" not in str(raised.value) and "\x07" not in str(raised.value)

@@ -140,8 +140,8 @@ def _tqdm_progress() -> Optional[_TqdmProgress]:
 def _warn(messages: Sequence[str]) -> None:
     from . import HeadscanWarning
 
-    for message in messages:
-        warnings.warn(message, HeadscanWarning, stacklevel=3)
+    for message in messages:  # control characters escaped, as the command line prints them
+        warnings.warn(_core.terminal_text(message), HeadscanWarning, stacklevel=3)
 
 
 def _read_csv(text: str):
