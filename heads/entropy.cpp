@@ -5,6 +5,7 @@
 #include "heads/mean_score.h"
 #include "heads/registry.h"
 #include "heads/row_summary.h"
+#include "heads/statistic_limits.h"
 
 namespace headscan {
 namespace {
@@ -30,7 +31,7 @@ class EntropyClassifier : public MeanScoreClassifier {
     RowSummary local;
     const at::Tensor& entropy = row_summary(layer, attention, context, local).entropy;  // [B, H, T]
     const at::Tensor normalizer = visible.clamp_min(2).log().unsqueeze(1);
-    means_.add(layer, entropy / normalizer, context.queries & (visible >= 2), context.sums);
+    means_.add(layer, entropy / normalizer, context.queries & (visible >= 2), context.sums, kMaxNormalizedEntropy);
   }
 };
 

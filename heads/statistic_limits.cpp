@@ -34,8 +34,8 @@ enum class Queries {
 };
 // The values a statistic averages.
 enum class Values {
-  share,     // from 0 to 1: attention weights and their sums over keys, entropies normalized by their
-             // maximum, shares of queries and keys
+  share,     // from 0 to 1: attention weights and their sums over keys, shares of queries and keys
+  entropy,   // from 0 to kMaxNormalizedEntropy: entropies normalized by the log of the keys' number
   distance,  // from 0 to max_length - 1: distances between a query and its keys, in tokens
 };
 
@@ -53,7 +53,7 @@ constexpr StatisticSchema kStatistics[] = {
     {"previous_token", Layout::means, Queries::later_corpus, Values::share},
     {"positional", Layout::positional, Queries::later_corpus, Values::share},
     {"first_token", Layout::means, Queries::later_corpus, Values::share},
-    {"entropy", Layout::means, Queries::corpus, Values::share},
+    {"entropy", Layout::means, Queries::corpus, Values::entropy},
     {"confidence", Layout::means, Queries::corpus, Values::share},
     {"mean_distance", Layout::means, Queries::corpus, Values::distance},
     {"self", Layout::means, Queries::corpus, Values::share},
@@ -109,12 +109,21 @@ const Limit& query_limit(Queries queries, const StatisticLimits& limits) {
 
 double highest_value(Values values, const StatisticLimits& limits) {
   const std::int64_t max_length = std::clamp<std::int64_t>(limits.max_length.value, 1, kMaxSavedWindow);
-  return values == Values::share ? 1.0 : static_cast<double>(max_length - 1);
+  switch (values) {
+    case Values::share: return 1.0;
+    case Values::entropy: return kMaxNormalizedEntropy;
+    case Values::distance: break;
+  }
+  return static_cast<double>(max_length - 1);
 }
 
 std::string highest_text(const StatisticSchema& statistic, const StatisticLimits& limits) {
   if (statistic.values == Values::share) {
     return fmt::format("1 ({} averages attention weights or shares, from 0 to 1)", statistic.name);
+  }
+  if (statistic.values == Values::entropy) {
+    return fmt::format("{} ({} averages normalized entropies, at most 2 / (e ln 2) where rows sum to less "
+                       "than 1)", kMaxNormalizedEntropy, statistic.name);
   }
   return fmt::format("{} ({} - 1: {} averages distances in tokens within a window)",
                      highest_value(statistic.values, limits), limits.max_length.origin, statistic.name);

@@ -16,6 +16,12 @@
 
 namespace headscan {
 
+// The highest normalized entropy -sum_j a_j log a_j / log n of a row of n >= 2 weights: 1 where
+// the weights sum to 1, but a row that sums to s < 1 (a model with attention sinks) reaches
+// s - s log s / log n, at most 2 / (e ln 2) = 1.061476 (n = 2, s = 2/e). Rounded up to 1 + 63/1024,
+// which float and double both hold exactly, so that a value clamped in float stays within it.
+constexpr double kMaxNormalizedEntropy = 1.0 + 63.0 / 1024.0;
+
 // The longest window the bounds take: longer ones are taken as this long, so that sum bounds fit
 // in 128 bits.
 constexpr std::int64_t kMaxSavedWindow = std::int64_t{1} << 31;
