@@ -1,7 +1,7 @@
 // headscan_bench_forward: the baseline of the overhead benchmark (bench/run_overhead.sh). Runs the
-// model over a corpus in exactly the batches headscan forms (analyzer/run/corpus_pass.cpp: same
-// tokenizer, windows, Batcher and right-padding with the BOS id), with plain torch::jit forward
-// calls and no instrumentation, and prints the wall time and the peak resident set size.
+// model over a corpus in exactly the batches headscan forms (analyzer/run/passes/corpus_pass.cpp:
+// same tokenizer, windows, Batcher and right-padding with the BOS id), with plain torch::jit
+// forward calls and no instrumentation, and prints the wall time and the peak resident set size.
 //
 // Not replicated, because it is headscan's own work: the forward over the first sequence that
 // finds the layers and causality (--probe-forward adds it, to tell its cost apart), the probe
@@ -34,8 +34,8 @@
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/model/device.h"
 #include "analyzer/model/model_archive.h"
-#include "analyzer/run/sequences.h"
-#include "analyzer/run/text_setup.h"
+#include "analyzer/run/sequences/sequences.h"
+#include "analyzer/run/sequences/text_setup.h"
 #include "analyzer/tokenizers/tokenizer.h"
 
 namespace {
@@ -61,7 +61,8 @@ struct Totals {
   std::vector<double> forward_seconds;  // per pass: time inside the batches' forward calls
 };
 
-// ids [B, T] int64, right-padded with `pad_id` to the longest sequence (analyzer/run/batch_tensors.cpp).
+// ids [B, T] int64, right-padded with `pad_id` to the longest sequence
+// (analyzer/run/sequences/batch_tensors.cpp).
 at::Tensor to_ids(const std::vector<headscan::Sequence>& batch, std::int64_t pad_id, at::Tensor& valid) {
   std::size_t length = 0;
   for (const auto& sequence : batch) length = std::max(length, sequence.ids.size());

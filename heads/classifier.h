@@ -27,9 +27,9 @@ class RowSummaryCache;
 class DeviceSums;
 
 // Where a batch comes from: the user's corpus or headscan's synthetic probe sequences. Each
-// classifier reads the batches of one source; a pass (analyzer/run/pass.h) says which source its
-// batches are, or that classifiers do not see them.
-// The needle probes (analyzer/run/needles.h) are a source of their own: retrieval heads read them.
+// classifier reads the batches of one source; a pass (analyzer/run/passes/pass.h) says which source
+// its batches are, or that classifiers do not see them. The needle probes
+// (analyzer/run/sequences/needles.h) are a source of their own: retrieval heads read them.
 enum class BatchSource { corpus, probe, needle };
 
 struct BatchContext {

@@ -1,10 +1,10 @@
-// retrieval (causal models with logits): on needle probes (analyzer/run/needles.h), haystacks of
-// the corpus's own text with a needle of distinct random tokens inside and the whole needle again
-// at the end, a copy event is a query at final-needle token k (k ≥ 1) where the model's top
-// prediction is needle token k + 1; a head hits when its argmax key is the inserted needle's token
-// k + 1. retrieval = hits / copy events (Wu et al. 2024, "Retrieval Head Mechanistically Explains
-// Long-Context Factuality"), null with fewer than kMinimumCopyEvents events; labelled `retrieval`
-// when ≥ the threshold (0.1, their threshold).
+// retrieval (causal models with logits): on needle probes (analyzer/run/sequences/needles.h),
+// haystacks of the corpus's own text with a needle of distinct random tokens inside and the whole
+// needle again at the end, a copy event is a query at final-needle token k (k ≥ 1) where the
+// model's top prediction is needle token k + 1; a head hits when its argmax key is the inserted
+// needle's token k + 1. retrieval = hits / copy events (Wu et al. 2024, "Retrieval Head
+// Mechanistically Explains Long-Context Factuality"), null with fewer than kMinimumCopyEvents
+// events; labelled `retrieval` when ≥ the threshold (0.1, their threshold).
 #include <cmath>
 
 #include <torch/torch.h>

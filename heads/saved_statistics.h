@@ -1,7 +1,7 @@
 #pragma once
 // The classifiers' saved statistics (HeadClassifier::save, ClassifierSet::save) read back without
-// LibTorch, so that one definition of each rule serves both readers: the classifiers' merge()
-// loads them with the loaders here, and a shard's state (analyzer/run/shard_state.h) is checked
+// LibTorch, so that one definition of each rule serves both readers: the classifiers' merge() loads
+// them with the loaders here, and a shard's state (analyzer/run/shards/shard_state.h) is checked
 // with them, and against what the shard could count (heads/statistic_limits.h), before merge adds
 // anything.
 //

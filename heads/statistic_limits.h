@@ -1,8 +1,8 @@
 #pragma once
 // What a run could have counted bounds the statistics it saved: each query count by its tokens,
 // sequences or probes, each mean (sum / count) by the range of the values it averages. A shard's
-// state (analyzer/run/shard_state.h) is checked with check_saved_statistics before merge adds
-// anything; no LibTorch, so the shard reader's fuzz target checks the same rules.
+// state (analyzer/run/shards/shard_state.h) is checked with check_saved_statistics before merge
+// adds anything; no LibTorch, so the shard reader's fuzz target checks the same rules.
 //
 // Messages name the field by its JSON path ("statistics.confidence.counts[0]") and the rule.
 

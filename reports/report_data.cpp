@@ -166,8 +166,8 @@ ReportData read_report_data(const Json& document) {
   const Json model = document.value("model", Json::object());
   data.layers = model.is_object() ? model.value("layers", 0) : 0;
   data.heads = model.is_object() ? model.value("heads", 0) : 0;
-  const Json causal = model.is_object() ? model.value("causal", Json(true)) : Json(true);
-  data.causal = !causal.is_boolean() || causal.get<bool>();
+  const Json causal_field = model.is_object() ? model.value("causal", Json(true)) : Json(true);
+  data.causal = !causal_field.is_boolean() || causal_field.get<bool>();
   for (const auto& entry : entries) {
     data.layers = std::max(data.layers, entry.value("layer", -1) + 1);
     data.heads = std::max(data.heads, entry.value("head", -1) + 1);

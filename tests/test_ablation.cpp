@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/run/ablation.h"
+#include "analyzer/run/passes/ablation.h"
 #include "analyzer/run/run_state.h"
 // LibTorch's glog defines CHECK as an abort; the tests mean Catch's.
 #undef CHECK

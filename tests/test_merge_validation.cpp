@@ -19,7 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include "analyzer/errors.h"
-#include "analyzer/run/shard_state.h"
+#include "analyzer/run/shards/shard_state.h"
 #include "heads/classifier_set.h"
 #include "heads/statistic_limits.h"
 #include "tests/fixtures.h"

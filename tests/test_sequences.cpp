@@ -14,8 +14,8 @@
 #include "analyzer/corpus/document_frequencies.h"
 #include "analyzer/corpus/documents.h"
 #include "analyzer/corpus/text_lines.h"
-#include "analyzer/run/sequence_reader.h"
-#include "analyzer/run/sequences.h"
+#include "analyzer/run/sequences/sequence_reader.h"
+#include "analyzer/run/sequences/sequences.h"
 #include "tests/fixtures.h"
 
 using headscan::Batcher;

@@ -16,12 +16,12 @@
 #undef CHECK
 #include <catch2/catch.hpp>
 
-#include "analyzer/run/analysis.h"
-#include "analyzer/run/sequences.h"
 #include "analyzer/corpus/conllu.h"
 #include "analyzer/corpus/link_grammar_parser.h"
-#include "heads/registry.h"
 #include "analyzer/corpus/sequence_words.h"
+#include "analyzer/run/analysis.h"
+#include "analyzer/run/sequences/sequences.h"
+#include "heads/registry.h"
 #include "heads/syntactic.h"
 #include "tests/fixtures.h"
 

@@ -11,8 +11,8 @@
 
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/model/model_metadata.h"
-#include "analyzer/run/text_setup.h"
-#include "analyzer/run/tokenize_command.h"
+#include "analyzer/run/commands/tokenize_command.h"
+#include "analyzer/run/sequences/text_setup.h"
 #include "tests/fixtures.h"
 #include "tests/tokenizer_testing.h"
 

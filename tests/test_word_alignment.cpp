@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/corpus/word_alignment.h"
-#include "analyzer/run/sequences.h"
+#include "analyzer/run/sequences/sequences.h"
 #include "heads/relation_accuracy.h"
 #include "tests/tokenizer_testing.h"
 

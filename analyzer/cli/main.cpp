@@ -16,13 +16,13 @@
 #include "analyzer/cli/analysis_command.h"
 #include "analyzer/cli/option_values.h"
 #include "analyzer/corpus/text_lines.h"
-#include "analyzer/run/analysis.h"
 #include "analyzer/errors.h"
 #include "analyzer/model/model.h"
-#include "analyzer/run/compare_command.h"
-#include "analyzer/run/idf_command.h"
-#include "analyzer/run/merge_command.h"
-#include "analyzer/run/tokenize_command.h"
+#include "analyzer/run/analysis.h"
+#include "analyzer/run/commands/compare_command.h"
+#include "analyzer/run/commands/idf_command.h"
+#include "analyzer/run/commands/tokenize_command.h"
+#include "analyzer/run/shards/merge_command.h"
 #include "reports/text.h"
 
 namespace {

@@ -28,7 +28,7 @@
 #include "analyzer/python/pending_error.h"
 #include "analyzer/python/temporary_file.h"
 #include "analyzer/run/analysis.h"
-#include "analyzer/run/compare_command.h"
+#include "analyzer/run/commands/compare_command.h"
 #include "reports/plots.h"
 #include "reports/report_data.h"
 #include "reports/text.h"

@@ -1,6 +1,6 @@
 // run_analysis(): the model, tokenizer and corpus are opened, the model's shape is read off the
-// first sequence, the passes run (analyzer/run/pass.h), and heads.json and the reports are written
-// (DESIGN.md, "Data flow").
+// first sequence, the passes run (analyzer/run/passes/pass.h), and heads.json and the reports are
+// written (DESIGN.md, "Data flow").
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -15,11 +15,11 @@
 #include "analyzer/run/count_warnings.h"
 #include "analyzer/run/kv_plan.h"
 #include "analyzer/run/model_output.h"
-#include "analyzer/run/output_dir.h"
-#include "analyzer/run/pass.h"
+#include "analyzer/run/output/output_dir.h"
+#include "analyzer/run/output/spooled_input.h"
+#include "analyzer/run/passes/pass.h"
 #include "analyzer/run/run_state.h"
 #include "analyzer/run/shard_run.h"
-#include "analyzer/run/spooled_input.h"
 #include "analyzer/tokenizers/piece_text.h"
 #include "heads/registry.h"
 #include "reports/heads_csv.h"

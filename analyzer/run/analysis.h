@@ -50,7 +50,7 @@ struct AnalysisOptions {
   bool ablation = false;                  // the causal passes (importance, ablation, pruning, circuits)
   std::int64_t ablation_sequences = 32;   // the first N sequences of the corpus are the ablation set
   // --shard I/N: analyse the I-th of N slices of the corpus and write the shard's state for
-  // `headscan merge` (analyzer/run/shard_state.h) instead of a report.
+  // `headscan merge` (analyzer/run/shards/shard_state.h) instead of a report.
   std::optional<CorpusSlice> shard;
   bool progress = true;                   // progress on stderr (or through on_progress)
   // For front ends other than the command line. A model or corpus given otherwise than as a file
@@ -117,7 +117,7 @@ ScanResult scan(const AnalysisOptions& options);
 
 // Writes the report directory of `result` (heads.json, heads.csv, idf.txt, kv_plan/, the HTML
 // pages and PNG plots) exactly as run_analysis does, into a staging directory swapped into place
-// (analyzer/run/output_dir.h): InputError when the target holds something else or one of the
+// (analyzer/run/output/output_dir.h): InputError when the target holds something else or one of the
 // run's inputs. Returns the summary with output_dir set and the directory's notes as warnings.
 AnalysisSummary save_report(const ScanResult& result, const ReportTarget& target);
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "analyzer/model/model.h"
-#include "analyzer/run/sequences.h"
 #include "analyzer/model/model_shape.h"
+#include "analyzer/run/sequences/sequences.h"
 #include "reports/report_writer.h"
 
 namespace headscan {

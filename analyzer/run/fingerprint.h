@@ -1,6 +1,6 @@
 #pragma once
-// Fingerprints of a run's inputs, recorded in a shard's state (analyzer/run/shard_state.h) so that
-// `headscan merge` can tell shards of different inputs apart: SHA-256 (OpenSSL), as hex.
+// Fingerprints of a run's inputs, recorded in a shard's state (analyzer/run/shards/shard_state.h)
+// so that `headscan merge` can tell shards of different inputs apart: SHA-256 (OpenSSL), as hex.
 
 #include <cstdint>
 #include <string>

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/errors.h"
-#include "analyzer/run/batch_tensors.h"
+#include "analyzer/run/sequences/batch_tensors.h"
 
 namespace headscan {
 namespace {
@@ -54,10 +54,10 @@ std::unique_ptr<DocumentFrequencies> RunState::count_frequencies(const std::stri
     }
   } else {
     SequenceReader windows(documents, *text.tokenizer, text.shape, options.check_interrupt);
-    std::vector<Sequence> sequences;
+    std::vector<Sequence> read;
     std::int64_t counted = 0;
-    while (counted < max_sequences && windows.next(sequences, counts.get(), max_sequences - counted)) {
-      counted += static_cast<std::int64_t>(sequences.size());
+    while (counted < max_sequences && windows.next(read, counts.get(), max_sequences - counted)) {
+      counted += static_cast<std::int64_t>(read.size());
     }
   }
   note_expansion(documents);
@@ -82,16 +82,16 @@ std::vector<Sequence> RunState::read_examples() {
   }
   ExampleChooser chooser;
   SequenceReader windows(documents, *text.tokenizer, text.shape, options.check_interrupt);
-  std::vector<Sequence> sequences;
+  std::vector<Sequence> prompt;
   std::size_t prompts = 0;
-  while (windows.next(sequences, nullptr, 1)) {
+  while (windows.next(prompt, nullptr, 1)) {
     ++prompts;
-    if (sequences.front().ids.size() > ExampleSequence::kMaxExampleTokens) {
+    if (prompt.front().ids.size() > ExampleSequence::kMaxExampleTokens) {
       warnings.push_back(fmt::format("--examples {}: line {} is cut to its first {} tokens in the report",
-                                     options.examples_path, sequences.front().line_number,
+                                     options.examples_path, prompt.front().line_number,
                                      ExampleSequence::kMaxExampleTokens));
     }
-    chooser.offer(sequences.front());
+    chooser.offer(prompt.front());
   }
   if (prompts == 0) {
     throw InputError(fmt::format("--examples {}: no line gives any token; write one prompt per line",

@@ -1,7 +1,7 @@
 #pragma once
-// What the passes of one run share (analyzer/run/pass.h): the instrumented model, the tokenizer
-// and sequence shape, the classifiers, the corpus being read, the summaries that become heads.json
-// and the example sequences the report draws.
+// What the passes of one run share (analyzer/run/passes/pass.h): the instrumented model, the
+// tokenizer and sequence shape, the classifiers, the corpus being read, the summaries that become
+// heads.json and the example sequences the report draws.
 
 #include <cstdint>
 #include <memory>
@@ -15,14 +15,14 @@
 #include "analyzer/corpus/documents.h"
 #include "analyzer/model/model.h"
 #include "analyzer/model/model_shape.h"
-#include "analyzer/run/ablation.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/run/examples.h"
-#include "analyzer/run/needles.h"
-#include "analyzer/run/probes.h"
-#include "analyzer/run/sequence_reader.h"
-#include "analyzer/run/sequences.h"
-#include "analyzer/run/text_setup.h"
+#include "analyzer/run/passes/ablation.h"
+#include "analyzer/run/sequences/needles.h"
+#include "analyzer/run/sequences/probes.h"
+#include "analyzer/run/sequences/sequence_reader.h"
+#include "analyzer/run/sequences/sequences.h"
+#include "analyzer/run/sequences/text_setup.h"
 #include "heads/classifier_set.h"
 #include "reports/heads_json.h"
 
@@ -48,8 +48,8 @@ struct RunState {
   at::Tensor idf_table;  // [V] float
   // [V] bool on the model's device: the ids whose text is only punctuation (piece_text.h).
   at::Tensor punctuation_table;
-  // The needle pass's current batch (analyzer/run/needles.h): [B, T] int64 on the model's device,
-  // the key each copy event copies, -1 elsewhere; undefined outside that pass.
+  // The needle pass's current batch (analyzer/run/sequences/needles.h): [B, T] int64 on the model's
+  // device, the key each copy event copies, -1 elsewhere; undefined outside that pass.
   at::Tensor needle_targets;
 
   Thresholds thresholds;  // the defaults with --threshold's overrides

@@ -8,10 +8,10 @@
 #include "analyzer/checked_file.h"
 #include "analyzer/errors.h"
 #include "analyzer/run/fingerprint.h"
-#include "analyzer/run/output_dir.h"
-#include "analyzer/run/pass.h"
+#include "analyzer/run/output/output_dir.h"
+#include "analyzer/run/passes/pass.h"
 #include "analyzer/run/run_state.h"
-#include "analyzer/run/shard_state.h"
+#include "analyzer/run/shards/shard_state.h"
 #include "heads/registry.h"
 #include "reports/report_writer.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// A shard run (--shard I/N, analyzer/run/shard_state.h): what differs from a single run. The
+// A shard run (--shard I/N, analyzer/run/shards/shard_state.h): what differs from a single run. The
 // corpus pass reads the shard's slice; probes and the causal passes run in shard 0 only; the
 // result is the shard's state, which `headscan merge` adds up.
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "analyzer/errors.h"
-#include "analyzer/run/shard_state.h"
+#include "analyzer/run/shards/shard_state.h"
 #include "heads/saved_statistics.h"
 #include "heads/statistic_limits.h"
 #include "tests/fuzz/fuzz_support.h"

@@ -7,7 +7,7 @@
 
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/errors.h"
-#include "analyzer/run/sequences.h"
+#include "analyzer/run/sequences/sequences.h"
 #include "analyzer/tokenizers/tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
 

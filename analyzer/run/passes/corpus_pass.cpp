@@ -1,0 +1,92 @@
+// The corpus pass: every sequence of the corpus (up to --max-sequences), in batches of equal or
+// padded length, through the instrumented model to the corpus classifiers.
+#include <fmt/format.h>
+
+#include "analyzer/errors.h"
+#include "analyzer/run/passes/pass.h"
+#include "analyzer/run/progress.h"
+#include "analyzer/run/run_state.h"
+
+namespace headscan {
+namespace {
+
+// Sequences waiting in the batcher, in batches: enough for neighbours in length to meet.
+constexpr std::size_t kBufferedBatches = 32;
+
+class CorpusPass : public Pass {
+ public:
+  const char* name() const override { return "corpus"; }
+  std::optional<BatchSource> feeds() const override { return BatchSource::corpus; }
+
+  void run(RunState& state) override {
+    const AnalysisOptions& options = state.options;
+    DocumentReader& reader = *state.reader;
+    CorpusSummary& summary = state.corpus_summary;
+    const auto batch_size = static_cast<std::size_t>(options.batch_size);
+    Batcher batcher(batch_size, state.pads(), batch_size * kBufferedBatches);
+    const bool by_sequences = options.max_sequences > 0;
+    // A corpus of unknown size (still being written: an iterable of the Python package) counts its
+    // sequences, of no known total.
+    const bool count_sequences = by_sequences || reader.total_bytes() == 0;
+    Progress progress(options.progress, by_sequences ? options.max_sequences : reader.total_bytes(),
+                      count_sequences ? "sequences" : "corpus", options.on_progress,
+                      count_sequences ? "sequences" : "bytes");
+    std::int64_t queued = 0;
+    std::int64_t batch_index = 0;
+    auto run_batches = [&](const std::vector<std::vector<Sequence>>& batches) {
+      for (const auto& batch : batches) {
+        try {
+          state.forward(batch, feeds(), batch_index++, &state.corpus_examples);
+        } catch (...) {
+          rethrow_with_context(fmt::format("{} (corpus line {}): ", state.model->path(), batch.front().line_number));
+        }
+        for (const Sequence& sequence : batch) summary.tokens += static_cast<std::int64_t>(sequence.ids.size());
+        summary.sequences += static_cast<std::int64_t>(batch.size());
+        progress.update(count_sequences ? summary.sequences : reader.counts().bytes_read, summary.tokens);
+      }
+    };
+    std::vector<Sequence> sequences = std::move(state.first_sequences);
+    // Batches never mix chunks of the corpus, so that a shard's batches are the single run's
+    // (CorpusSlice).
+    std::uint64_t chunk = sequences.empty() ? 0 : sequences.front().chunk;
+    do {
+      for (auto& sequence : sequences) {
+        if (by_sequences && queued == options.max_sequences) break;
+        if (sequence.chunk != chunk) {
+          run_batches(batcher.flush());
+          chunk = sequence.chunk;
+        }
+        // A shard's ablation set is read by shard 0 from the corpus's start (make_ablation_set_pass).
+        if (state.objective && !options.shard && queued < options.ablation_sequences) {
+          if (auto item = make_ablation_item(sequence, *state.objective, static_cast<std::size_t>(queued), options.seed)) {
+            state.ablation_items.push_back(std::move(*item));
+          }
+        }
+        // --examples: the user's prompts are the report's examples (RunState::read_examples).
+        if (options.examples_path.empty()) state.corpus_example_chooser.offer(sequence);
+        if (state.record_examples && sequence.example >= 0) {
+          state.corpus_examples.push_back(make_example(state.corpus_example_chooser.chosen().back(),
+                                                       *state.text.tokenizer, state.shape, "corpus line"));
+        }
+        batcher.add(std::move(sequence));
+        ++queued;
+      }
+      run_batches(batcher.take_ready());
+      if (by_sequences && queued == options.max_sequences) {
+        summary.truncated = true;
+        break;
+      }
+    } while (state.sequences->next(sequences, nullptr, by_sequences ? options.max_sequences - queued : 0));
+    run_batches(batcher.flush());
+    progress.finish(summary.tokens);
+    state.note_expansion(reader);
+    // Of the sentences this pass fed the model (the idf pass may read others).
+    if (const std::string warning = reader.text_warning(); !warning.empty()) state.warnings.push_back(warning);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_corpus_pass() { return std::make_unique<CorpusPass>(); }
+
+}  // namespace headscan

@@ -1,0 +1,51 @@
+#pragma once
+// Synthetic probe sequences for induction and duplicate-token heads (DESIGN.md, induction):
+// BOS + R repeated + the template's suffix when the shape has one, R made of distinct non-special
+// tokens of the model's vocabulary.
+//
+// Sizing: 10 probes, 4 repeats of R with |R| <= 25, shorter when max_length requires, and 2
+// repeats when 4 do not fit. |R| varies across probes (from |R|max down to about 0.6 |R|max), so
+// a head that attends a fixed distance back by position alone cannot pass for an induction head.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/run/sequences/sequences.h"
+#include "analyzer/tokenizers/tokenizer.h"
+
+namespace at {
+class Tensor;
+}
+
+namespace headscan {
+
+struct ProbeSet {
+  std::vector<Sequence> sequences;   // line_number = probe index
+  std::vector<int> repeat_lengths;   // |R| of each probe
+  int repeats = 0;
+  std::string skipped_because;       // non-empty when no probes could be made
+};
+
+// The repeats fill shape.room(): max_length less BOS and the suffix.
+ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed);
+
+// Mean next-token loss of each repeat over the probes: entry r is the mean cross-entropy of the
+// predictions of the tokens of repeat r+1 (the token at position t predicted from position t-1;
+// the first token of repeat 1 is predicted from BOS, or skipped without BOS; the suffix is not a
+// repeat).
+class RepeatLoss {
+ public:
+  explicit RepeatLoss(int repeats);
+  // logits: [B, T, V] of one batch of probes, in the batch's sequence order.
+  void add(const at::Tensor& logits, const std::vector<Sequence>& batch, const ProbeSet& probes,
+           bool has_bos);
+  std::vector<double> mean() const;
+
+ private:
+  std::vector<double> sums_;
+  std::vector<std::int64_t> counts_;
+};
+
+}  // namespace headscan

@@ -1,0 +1,506 @@
+#include "analyzer/run/shards/shard_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "analyzer/errors.h"
+#include "analyzer/json_limits.h"
+#include "heads/saved_statistics.h"
+
+namespace headscan {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::uint64_t kMaxLayersOrHeads = 1 << 16;
+constexpr std::size_t kMaxStateBytes = std::size_t{1} << 30;
+// Counts as saved statistics' (2^42), so that a million shards add up without overflow.
+constexpr auto kMaxCount = static_cast<std::uint64_t>(kMaxSavedCount);
+constexpr std::uint64_t kMaxProbes = 1 << 20;
+// A run's time and its phases', in seconds: finite, and added up over a million shards still finite.
+constexpr double kMaxSeconds = 1e9;
+
+constexpr std::initializer_list<const char*> kStateKeys = {
+    "format",   "version",  "headscan_version", "shard",          "agree",          "shape",   "counts", "statistics",
+    "document", "warnings", "examples",         "probe_examples", "example_floats", "seconds", "phases"};
+// What every shard of one run shares (analyzer/run/shard_run.cpp, agreement()).
+constexpr std::initializer_list<const char*> kAgreeKeys = {
+    "headscan_version", "model",      "tokenizer",  "corpus",   "max_length", "dtype", "seed",
+    "batch_size",       "parser",     "text_field", "thresholds", "ablation", "idf",   "shape"};
+constexpr std::initializer_list<const char*> kCountKeys = {
+    "lines",  "documents", "sequences", "tokens", "lines_with_invalid_utf8", "invalid_utf8_replacements",
+    "sentences", "parsed_sentences"};
+// The phases of a shard's run: "load", "shape", then its passes (analyzer/run/passes/passes.cpp).
+constexpr std::initializer_list<const char*> kPhases = {
+    "load", "shape", "idf", "corpus", "probes", "needles", "ablation_set", "importance", "ablation", "pruning", "circuits", "kv_plan"};
+constexpr std::initializer_list<const char*> kSlices = {"whole", "bytes", "documents"};
+
+// A JSON path below `parent` ("" is the state itself).
+std::string below(const std::string& parent, const std::string& key) { return parent.empty() ? key : parent + "." + key; }
+std::string indexed(const std::string& parent, std::size_t index) { return fmt::format("{}[{}]", parent, index); }
+
+// A value of a state for a message (quote_json takes nlohmann::json, states are ordered_json).
+std::string quoted(const Json& value) { return quote_json(nlohmann::json::parse(value.dump()), 120); }
+
+// Reads fields of one state file, throwing InputError that names the file, the field and the rule.
+// Paths are JSON paths from the state's root ("counts.tokens"); "" is the root.
+class Fields {
+ public:
+  explicit Fields(const std::string& where) : where_(where) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError(fmt::format("{}: not a usable shard state ({}); run the shard again, or give the directory a "
+                                 "`headscan MODEL CORPUS --shard I/N -o DIR` run wrote",
+                                 where_, what));
+  }
+
+  const Json& get(const Json& object, const char* key, const std::string& path) const {
+    const std::string name = path.empty() ? "state" : path;
+    if (!object.is_object()) fail(fmt::format("{} is not an object", name));
+    const auto found = object.find(key);
+    if (found == object.end()) fail(fmt::format("{} has no \"{}\"", name, key));
+    return *found;
+  }
+  const Json& object(const Json& parent, const char* key, const std::string& path) const {
+    const auto& value = get(parent, key, path);
+    if (!value.is_object()) fail(fmt::format("{} is not an object", below(path, key)));
+    return value;
+  }
+  const Json& array(const Json& parent, const char* key, const std::string& path) const {
+    const auto& value = get(parent, key, path);
+    if (!value.is_array()) fail(fmt::format("{} is not an array", below(path, key)));
+    return value;
+  }
+  std::string string(const Json& parent, const char* key, const std::string& path) const {
+    const auto& value = get(parent, key, path);
+    if (!value.is_string()) fail(fmt::format("{} is not a string", below(path, key)));
+    return value.get<std::string>();
+  }
+  // A JSON whole number: 2.0 is refused like 1.5, where the writer writes integers.
+  std::uint64_t count(const Json& parent, const char* key, const std::string& path,
+                      std::uint64_t maximum = INT64_MAX) const {
+    const auto& value = get(parent, key, path);
+    if (!value.is_number_unsigned() || value.get<std::uint64_t>() > maximum) {
+      fail(fmt::format("{} is {}: expected a whole number (written without a point) from 0 to {}", below(path, key),
+                       quoted(value), maximum));
+    }
+    return value.get<std::uint64_t>();
+  }
+  // Seconds: finite, from 0 to kMaxSeconds.
+  double seconds(const Json& value, const std::string& path) const {
+    if (!value.is_number() || !(value.get<double>() >= 0 && value.get<double>() <= kMaxSeconds)) {
+      fail(fmt::format("{} is {}: expected seconds from 0 to {:g}", path, quoted(value), kMaxSeconds));
+    }
+    return value.get<double>();
+  }
+  bool boolean(const Json& parent, const char* key, const std::string& path) const {
+    const auto& value = get(parent, key, path);
+    if (!value.is_boolean()) fail(fmt::format("{} is not true or false", below(path, key)));
+    return value.get<bool>();
+  }
+  // `object` holds no name but `keys`.
+  void known(const Json& object, std::initializer_list<const char*> keys, const std::string& path) const {
+    for (const auto& item : object.items()) {
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* key) { return item.key() == key; })) {
+        fail(fmt::format("{} holds {}, a name headscan {} does not know there (it knows {})",
+                         path.empty() ? "state" : path, quote_json(nlohmann::json(item.key())), HEADSCAN_VERSION,
+                         fmt::join(keys, ", ")));
+      }
+    }
+  }
+  // The headscan version, wherever a state writes it, is this headscan's: statistics are read as
+  // this version defines them.
+  void version(const Json& parent, const std::string& path) const {
+    const auto& value = get(parent, "headscan_version", path);
+    if (value != HEADSCAN_VERSION) {
+      throw InputError(fmt::format("{}: {} is {}, but this is headscan {}, which merges only the shards it writes "
+                                   "(what each statistic means may differ between versions); merge with the headscan "
+                                   "that ran the shards, or run them again with this one",
+                                   where_, below(path, "headscan_version"), quoted(value), HEADSCAN_VERSION));
+    }
+  }
+
+ private:
+  const std::string& where_;
+};
+
+// `lists` (examples, then probe_examples) lie end to end in examples.bin as the shard wrote them:
+// each at the offset where the one before ends, the last ending at the end of the file.
+std::vector<SavedExample> parse_examples(const Fields& fields, const Json& list, const std::string& path,
+                                         std::uint64_t layers, std::uint64_t heads, std::uint64_t floats,
+                                         std::uint64_t& next_offset) {
+  if (list.size() > kMaxSavedExamples) {
+    fields.fail(fmt::format("{} holds {} examples, more than the {} a run keeps", path, list.size(), kMaxSavedExamples));
+  }
+  std::vector<SavedExample> examples;
+  for (std::size_t index = 0; index < list.size(); ++index) {
+    const Json& item = list[index];
+    const std::string item_path = indexed(path, index);
+    SavedExample example;
+    const auto& key = fields.get(item, "key", item_path);
+    fields.known(item, {"key", "source", "tokens", "special", "offset"}, item_path);
+    if (!key.is_array() || key.size() != 2 || !key[0].is_number_unsigned() || !key[1].is_number_unsigned()) {
+      fields.fail(fmt::format("{}.key is not two whole numbers", item_path));
+    }
+    example.key = {key[0].get<std::uint64_t>(), key[1].get<std::uint64_t>()};
+    example.source = fields.string(item, "source", item_path);
+    const auto& tokens = fields.array(item, "tokens", item_path);
+    const auto& special = fields.array(item, "special", item_path);
+    if (tokens.empty() || tokens.size() > kMaxSavedExampleTokens || special.size() != tokens.size()) {
+      fields.fail(fmt::format("{} has {} tokens and {} special flags (1 to {} of each expected)", item_path,
+                              tokens.size(), special.size(), kMaxSavedExampleTokens));
+    }
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      if (!tokens[i].is_string() || !special[i].is_boolean()) fields.fail(fmt::format("{} has a malformed token", item_path));
+      example.tokens.push_back(tokens[i].get<std::string>());
+      example.special.push_back(special[i].get<bool>());
+    }
+    example.offset = fields.count(item, "offset", item_path);
+    const std::uint64_t size = layers * heads * tokens.size() * tokens.size();
+    if (example.offset != next_offset) {
+      fields.fail(fmt::format("{}.offset is {}, expected {}: a shard writes its examples into examples.bin one after "
+                              "another (examples, then probe_examples), each where the one before ends, so that no two "
+                              "overlap",
+                              item_path, example.offset, next_offset));
+    }
+    if (example.offset > floats || floats - example.offset < size) {
+      fields.fail(fmt::format("{} ({} floats from {}) lies outside examples.bin ({} floats)", item_path, size,
+                              example.offset, floats));
+    }
+    next_offset += size;
+    examples.push_back(std::move(example));
+  }
+  return examples;
+}
+
+ShardCounts parse_counts(const Fields& fields, const Json& counts, std::int64_t max_length) {
+  const std::string path = "counts";
+  fields.known(counts, kCountKeys, path);
+  auto count = [&](const char* key) { return static_cast<std::int64_t>(fields.count(counts, key, path, kMaxCount)); };
+  ShardCounts parsed;
+  parsed.lines = count("lines");
+  parsed.documents = count("documents");
+  parsed.sequences = count("sequences");
+  parsed.tokens = count("tokens");
+  parsed.lines_with_invalid_utf8 = count("lines_with_invalid_utf8");
+  parsed.invalid_utf8_replacements = count("invalid_utf8_replacements");
+  parsed.sentences = count("sentences");
+  parsed.parsed_sentences = count("parsed_sentences");
+  // tokens <= sequences * max_length, without overflow.
+  if (parsed.tokens < parsed.sequences || (parsed.tokens + max_length - 1) / max_length > parsed.sequences) {
+    fields.fail(fmt::format("counts.tokens is {} for {} sequences (counts.sequences): a sequence has 1 to {} tokens "
+                            "(agree.max_length)",
+                            parsed.tokens, parsed.sequences, max_length));
+  }
+  if (parsed.parsed_sentences > parsed.sentences) {
+    fields.fail(fmt::format("counts.parsed_sentences is {}, more than the {} sentences (counts.sentences)",
+                            parsed.parsed_sentences, parsed.sentences));
+  }
+  if (parsed.lines_with_invalid_utf8 > parsed.lines) {
+    fields.fail(fmt::format("counts.lines_with_invalid_utf8 is {}, more than the {} lines (counts.lines)",
+                            parsed.lines_with_invalid_utf8, parsed.lines));
+  }
+  return parsed;
+}
+
+// The settings every shard of the run shares: known names, this version, a window's length,
+// thresholds that are numbers, the shape the state's.
+void check_agree(const Fields& fields, const Json& agree, const Json& shape) {
+  fields.known(agree, kAgreeKeys, "agree");
+  fields.version(agree, "agree");
+  for (const auto& [name, value] : fields.object(agree, "thresholds", "agree").items()) {
+    if (!value.is_number()) {
+      fields.fail(fmt::format("agree.thresholds.{} is {}, not a number", name, quoted(value)));
+    }
+  }
+  if (fields.get(agree, "shape", "agree") != shape) {
+    fields.fail(fmt::format("agree.shape is {} but shape is {}: they are the model's shape, written twice",
+                            quoted(agree.at("shape")), quoted(shape)));
+  }
+}
+
+// The first key where two "agree" sections differ, with both values, quoted.
+std::string first_difference(const Json& a, const Json& b) {
+  for (const auto& [key, value] : a.items()) {
+    if (!b.contains(key)) return fmt::format("{}: {} against nothing", key, quoted(value));
+    if (b.at(key) != value) return fmt::format("{}: {} against {}", key, quoted(value), quoted(b.at(key)));
+  }
+  for (const auto& [key, value] : b.items()) {
+    if (!a.contains(key)) return fmt::format("{}: nothing against {}", key, quoted(value));
+  }
+  return {};
+}
+
+// examples.bin's floats are attention weights: finite, from 0 to 1. Reads it in blocks.
+void check_example_floats(const ShardState& state, const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> block(std::size_t{1} << 16);
+  std::uint64_t position = 0;
+  while (position < state.example_floats) {
+    const std::uint64_t wanted = std::min<std::uint64_t>(block.size(), state.example_floats - position);
+    in.read(reinterpret_cast<char*>(block.data()), static_cast<std::streamsize>(wanted * sizeof(float)));
+    if (!in) throw std::runtime_error(fmt::format("{}: cannot be read", path.string()));
+    for (std::uint64_t i = 0; i < wanted; ++i) {
+      const float weight = block[i];
+      if (weight >= 0 && weight <= 1) continue;
+      const std::uint64_t at = position + i;
+      // The example it belongs to: the lists lie end to end (parse_examples).
+      std::string where = "no example";
+      for (const auto* list : {&state.examples, &state.probe_examples}) {
+        for (std::size_t index = 0; index < list->size(); ++index) {
+          const SavedExample& example = (*list)[index];
+          const std::uint64_t length = example.tokens.size();
+          const std::uint64_t offset = at - example.offset;
+          if (at < example.offset || offset >= static_cast<std::uint64_t>(state.layers) * state.heads * length * length) {
+            continue;
+          }
+          where = fmt::format("{}[{}], layer {}, head {}, query {}, key {}",
+                              list == &state.examples ? "examples" : "probe_examples", index,
+                              offset / (state.heads * length * length), offset / (length * length) % state.heads,
+                              offset / length % length, offset % length);
+        }
+      }
+      throw InputError(fmt::format("{}: float {} ({}) is {}: an attention weight is a probability from 0 to 1; the "
+                                   "shard's directory is damaged: run the shard again",
+                                   path.string(), at, where, weight));
+    }
+    position += wanted;
+  }
+}
+
+}  // namespace
+
+void ShardCounts::add(const ShardCounts& other) {
+  lines += other.lines;
+  documents += other.documents;
+  sequences += other.sequences;
+  tokens += other.tokens;
+  lines_with_invalid_utf8 += other.lines_with_invalid_utf8;
+  invalid_utf8_replacements += other.invalid_utf8_replacements;
+  sentences += other.sentences;
+  parsed_sentences += other.parsed_sentences;
+}
+
+nlohmann::ordered_json counts_json(const ShardCounts& counts) {
+  return {{"lines", counts.lines},
+          {"documents", counts.documents},
+          {"sequences", counts.sequences},
+          {"tokens", counts.tokens},
+          {"lines_with_invalid_utf8", counts.lines_with_invalid_utf8},
+          {"invalid_utf8_replacements", counts.invalid_utf8_replacements},
+          {"sentences", counts.sentences},
+          {"parsed_sentences", counts.parsed_sentences}};
+}
+
+nlohmann::ordered_json saved_example_json(const SavedExample& example) {
+  return {{"key", {example.key.first, example.key.second}},
+          {"source", example.source},
+          {"tokens", example.tokens},
+          {"special", example.special},
+          {"offset", example.offset}};
+}
+
+StatisticLimits statistic_limits(const ShardState& state) {
+  StatisticLimits limits;
+  limits.layers = state.layers;
+  limits.heads = state.heads;
+  limits.causal = state.causal;
+  // A query is a token of a sequence; the queries i >= 1 are not the first token of their sequence.
+  limits.corpus_queries = {state.counts.tokens, "the shard's tokens (counts.tokens)"};
+  limits.later_corpus_queries = {state.counts.tokens - state.counts.sequences,
+                                 "the shard's tokens after the first of each sequence (counts.tokens - "
+                                 "counts.sequences)"};
+  limits.probe_queries = {state.probes * state.max_length,
+                          "the tokens the shard's probe sequences can hold (document.probes.count x agree.max_length)"};
+  limits.needle_queries = {state.needles * state.max_length,
+                           "the tokens the shard's needle probes can hold (document.retrieval.probes x agree.max_length)"};
+  limits.max_length = {state.max_length, "agree.max_length"};
+  limits.parsed_sentences = {state.counts.parsed_sentences, "counts.parsed_sentences"};
+  return limits;
+}
+
+ShardState parse_shard_state(const std::string& text, const std::string& where) {
+  const Fields fields(where);
+  check_json_depth(text, where);
+  const Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) fields.fail("it is not JSON: damaged or cut short");
+  if (!root.is_object() || !root.contains("format") || root.at("format") != kShardStateFormat) {
+    fields.fail(fmt::format("no \"format\": \"{}\"", kShardStateFormat));
+  }
+  if (!root.contains("version") || root.at("version") != kShardStateVersion) {
+    throw InputError(fmt::format("{}: shard state version {} cannot be merged by headscan {} (it reads version {}); "
+                                 "merge with the headscan version that ran the shards, or run them again",
+                                 where, root.contains("version") ? quoted(root.at("version")) : "none",
+                                 HEADSCAN_VERSION, kShardStateVersion));
+  }
+  fields.version(root, "");
+  fields.known(root, kStateKeys, "");
+  ShardState state;
+  const auto& shard = fields.object(root, "shard", "");
+  fields.known(shard, {"index", "count", "slice"}, "shard");
+  state.count = fields.count(shard, "count", "shard", 1'000'000);
+  state.index = fields.count(shard, "index", "shard", 1'000'000);
+  if (state.count < 1 || state.index >= state.count) fields.fail("shard.index is not below shard.count");
+  state.slice = fields.string(shard, "slice", "shard");
+  if (std::none_of(kSlices.begin(), kSlices.end(), [&](const char* slice) { return state.slice == slice; })) {
+    fields.fail(fmt::format("shard.slice is {}: expected {}", quoted(shard.at("slice")), fmt::join(kSlices, ", ")));
+  }
+  const auto& shape = fields.object(root, "shape", "");
+  fields.known(shape, {"layers", "heads", "causal"}, "shape");
+  const std::uint64_t layers = fields.count(shape, "layers", "shape", kMaxLayersOrHeads);
+  const std::uint64_t heads = fields.count(shape, "heads", "shape", kMaxLayersOrHeads);
+  if (layers == 0 || heads == 0) fields.fail("shape has no layers or heads");
+  state.layers = static_cast<int>(layers);
+  state.heads = static_cast<int>(heads);
+  state.causal = fields.boolean(shape, "causal", "shape");
+  state.agree = fields.object(root, "agree", "");
+  check_agree(fields, state.agree, shape);
+  state.max_length = static_cast<std::int64_t>(fields.count(state.agree, "max_length", "agree", kMaxSavedWindow));
+  if (state.max_length < 2) fields.fail("agree.max_length is below 2: a window holds at least 2 tokens");
+  state.counts = parse_counts(fields, fields.object(root, "counts", ""), state.max_length);
+
+  state.document = fields.object(root, "document", "");
+  fields.version(state.document, "document");
+  for (const char* section : {"model", "corpus", "probes", "thresholds"}) fields.object(state.document, section, "document");
+  const auto& model = state.document.at("model");
+  if (fields.count(model, "layers", "document.model") != layers || fields.count(model, "heads", "document.model") != heads) {
+    fields.fail("document.model's layers and heads are not those of shape");
+  }
+  state.probes = static_cast<std::int64_t>(fields.count(state.document.at("probes"), "count", "document.probes", kMaxProbes));
+  if (state.index != 0 && state.probes != 0) {
+    fields.fail(fmt::format("document.probes.count is {} in shard {}: the probes run in shard 0 only", state.probes,
+                            state.index));
+  }
+  if (state.document.contains("retrieval")) {
+    const auto& retrieval = fields.object(state.document, "retrieval", "document");
+    state.needles = static_cast<std::int64_t>(fields.count(retrieval, "probes", "document.retrieval", kMaxProbes));
+  }
+  if (state.index != 0 && state.needles != 0) {
+    fields.fail(fmt::format("document.retrieval.probes is {} in shard {}: the needle probes run in shard 0 only",
+                            state.needles, state.index));
+  }
+  fields.array(state.document, "heads", "document");
+
+  state.statistics = nlohmann::json::parse(fields.object(root, "statistics", "").dump());
+  try {
+    check_saved_statistics(state.statistics, statistic_limits(state));
+  } catch (const InputError& e) {
+    fields.fail(e.what());
+  }
+
+  for (const auto& warning : fields.array(root, "warnings", "")) {
+    if (!warning.is_string()) fields.fail("warnings holds something other than text");
+    state.warnings.push_back(warning.get<std::string>());
+  }
+  state.example_floats = fields.count(root, "example_floats", "", std::uint64_t{1} << 40);
+  std::uint64_t next_offset = 0;
+  state.examples = parse_examples(fields, fields.array(root, "examples", ""), "examples", layers, heads,
+                                  state.example_floats, next_offset);
+  state.probe_examples = parse_examples(fields, fields.array(root, "probe_examples", ""), "probe_examples", layers,
+                                        heads, state.example_floats, next_offset);
+  if (next_offset != state.example_floats) {
+    fields.fail(fmt::format("example_floats is {}, but the examples fill {} floats of examples.bin: a shard writes "
+                            "only its examples there",
+                            state.example_floats, next_offset));
+  }
+  state.seconds = fields.seconds(fields.get(root, "seconds", ""), "seconds");
+  for (const auto& item : fields.object(root, "phases", "").items()) {
+    const std::string& name = item.key();
+    if (std::none_of(kPhases.begin(), kPhases.end(), [&](const char* phase) { return name == phase; })) {
+      fields.fail(fmt::format("phases holds {}, a phase headscan {} does not know (it knows {})",
+                              quote_json(nlohmann::json(name)), HEADSCAN_VERSION, fmt::join(kPhases, ", ")));
+    }
+    state.phases.emplace_back(name, fields.seconds(item.value(), below("phases", name)));
+  }
+  return state;
+}
+
+ShardState read_shard_state(const std::string& directory) {
+  namespace fs = std::filesystem;
+  const fs::path path = fs::path(directory) / kShardStateFile;
+  std::error_code error;
+  if (!fs::is_directory(directory, error)) {
+    throw InputError(fmt::format("{}: expected a shard's directory (written by headscan --shard I/N -o DIR), found {}",
+                                 directory, fs::exists(directory, error) ? "a file" : "nothing at this path"));
+  }
+  if (!fs::is_regular_file(path, error)) {
+    throw InputError(fmt::format("{}: no {} in this directory: it is not a shard's, or its shard has not finished; run "
+                                 "the shard (headscan MODEL CORPUS --shard I/N -o {})",
+                                 directory, kShardStateFile, directory));
+  }
+  const auto size = fs::file_size(path, error);
+  if (error || size > kMaxStateBytes) {
+    throw InputError(fmt::format("{}: larger than a shard state can be ({} bytes at most)", path.string(), kMaxStateBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot be read", path.string()));
+  ShardState state = parse_shard_state(text.str(), path.string());
+  state.directory = directory;
+  if (!fs::is_regular_file(fs::path(directory) / "idf.txt", error)) {
+    throw InputError(fmt::format("{}: no idf.txt in this shard's directory: it is damaged; run the shard again",
+                                 directory));
+  }
+  const fs::path examples = fs::path(directory) / kShardExamplesFile;
+  const auto example_bytes = fs::exists(examples, error) ? fs::file_size(examples, error) : 0;
+  if (error || example_bytes != state.example_floats * sizeof(float)) {
+    throw InputError(fmt::format("{}: expected {} bytes of example attention, found {}; the shard's directory is "
+                                 "damaged: run the shard again",
+                                 examples.string(), state.example_floats * sizeof(float), example_bytes));
+  }
+  check_example_floats(state, examples);
+  return state;
+}
+
+std::vector<ShardState> order_shards(std::vector<ShardState> shards) {
+  if (shards.empty()) throw InputError("no shard directories given: headscan merge DIR... -o OUT");
+  const std::uint64_t count = shards.front().count;
+  std::map<std::uint64_t, std::size_t> by_index;
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    const ShardState& shard = shards[i];
+    if (shard.count != count) {
+      throw InputError(fmt::format("{} is shard {}/{} but {} is shard {}/{}: every shard of one run has the same count",
+                                   shard.directory, shard.index, shard.count, shards.front().directory,
+                                   shards.front().index, count));
+    }
+    const auto [found, added] = by_index.emplace(shard.index, i);
+    if (!added) {
+      throw InputError(fmt::format("shard {}/{} is given twice: {} and {}; give each shard's directory once",
+                                   shard.index, count, shards[found->second].directory, shard.directory));
+    }
+  }
+  std::vector<std::uint64_t> missing;
+  for (std::uint64_t index = 0; index < count && missing.size() < 10; ++index) {
+    if (!by_index.count(index)) missing.push_back(index);
+  }
+  if (!missing.empty()) {
+    throw InputError(fmt::format("shard(s) {} of {} are missing: a merge needs all {} shards of the run (given: {})",
+                                 fmt::join(missing, ", "), count, count, shards.size()));
+  }
+  std::vector<ShardState> ordered;
+  for (const auto& [index, position] : by_index) ordered.push_back(std::move(shards[position]));
+  for (const ShardState& shard : ordered) {
+    std::string difference = first_difference(ordered.front().agree, shard.agree);
+    const ShardState& first = ordered.front();
+    if (difference.empty() && (shard.layers != first.layers || shard.heads != first.heads || shard.causal != first.causal)) {
+      difference = fmt::format("shape: {} layers x {} heads against {} x {}", shard.layers, shard.heads, first.layers,
+                               first.heads);
+    }
+    if (!difference.empty()) {
+      throw InputError(fmt::format("{} (shard {}) and {} (shard 0) come from different runs: {}; merge the shards of "
+                                   "one run, with the same model, tokenizer, corpus and options",
+                                   shard.directory, shard.index, ordered.front().directory, difference));
+    }
+  }
+  return ordered;
+}
+
+}  // namespace headscan
