@@ -80,7 +80,7 @@ TEST_CASE("seed values: whole numbers from 0 to 2^64 - 1 in decimal digits", "[c
   }
 }
 
-TEST_CASE("--sink and --window share their thresholds' range and value", "[cli][options]") {
+TEST_CASE("the options --sink and --window share their thresholds' range and value", "[cli][options]") {
   CHECK(headscan::count_threshold_minimum("streaming_sink") == 0);
   CHECK(headscan::count_threshold_minimum("streaming_window") == 1);
   CHECK(headscan::count_threshold_minimum("syntactic_support") == 0);
