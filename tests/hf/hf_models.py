@@ -1,0 +1,220 @@
+"""The models of tests/hf/check_export_hf.py: the test corpus, tokenizers in the styles of the model
+families trained on it, and the architectures (a transformers config each, randomly initialized,
+saved as a Hugging Face model directory by build_model_dir)."""
+
+import json
+import os
+
+import torch
+
+MAX_POSITIONS = 64  # the models' positions: lines longer than this become several windows
+
+CORPUS = [
+    "The cat sat on the mat and the dog sat on the rug.",
+    "A quick brown fox jumps over the lazy dog while the cat watches from the window.",
+    "Tokens repeat: alpha beta gamma delta, alpha beta gamma delta, alpha beta gamma delta.",
+    "Short line.",
+    "In the beginning the model saw only random weights, and every head attended wherever its "
+    "random queries and keys pointed; long lines like this one are cut into windows of at most "
+    "sixty-four tokens, each window starting again with the same first token, so that the "
+    "analysis sees the beginning of a sequence in every window it runs.",
+    "She sells sea shells by the sea shore.",
+    "Numbers 1 2 3 4 5 6 7 8 9 10 and symbols !? ; : are tokens too.",
+    "Why do heads attend to the first token? Because it is always there.",
+    "Another sentence, with commas, and a final period.",
+    "x",
+    "The end of the corpus is near, said the last line of the corpus.",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizers in the styles of the model families, trained on the corpus.
+
+
+
+def train_tokenizer(style):
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    if style in ("bert", "bert_padded"):
+        specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=specials)
+        tokenizer.train_from_iterator(CORPUS, trainer)
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", tokenizer.token_to_id("[CLS]")), ("[SEP]", tokenizer.token_to_id("[SEP]"))])
+        tokenizer.decoder = decoders.WordPiece()
+        if style == "bert_padded":  # as sentence-transformers' tokenizer.json: every text padded to 128
+            tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]", length=128)
+            tokenizer.enable_truncation(max_length=128)
+        return tokenizer, {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
+
+    # Byte-level BPE (GPT-2, Qwen, NeoX, Llama 3 style), with a template per family.
+    specials = {"gpt2": ["<|endoftext|>"],
+                "llama": ["<unk>", "<s>", "</s>"],
+                "roberta": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]}[style]
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(CORPUS, trainer)
+    if style == "gpt2":
+        tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+        return tokenizer, {"bos": "<|endoftext|>", "eos": "<|endoftext|>"}
+    if style == "llama":
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="<s> $A", pair="<s> $A <s>:1 $B:1", special_tokens=[("<s>", tokenizer.token_to_id("<s>"))])
+        return tokenizer, {"bos": "<s>", "eos": "</s>", "unk": "<unk>"}
+    tokenizer.post_processor = processors.RobertaProcessing(("</s>", tokenizer.token_to_id("</s>")),
+                                                            ("<s>", tokenizer.token_to_id("<s>")))
+    return tokenizer, {"bos": "<s>", "eos": "</s>", "pad": "<pad>", "unk": "<unk>", "cls": "<s>", "sep": "</s>",
+                       "mask": "<mask>"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Architectures: the transformers class, a tiny config, the tokenizer style and what headscan.json
+# must say. `required` ones are the issue's list; the others are tried and reported.
+
+SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+             max_position_embeddings=MAX_POSITIONS, initializer_range=0.25)
+
+
+def ids_of(tokenizer, tokens):
+    """The config's special token ids (encoders: BOS = [CLS], EOS = [SEP], as ModernBERT's config has)."""
+    names = {"bos": tokens.get("bos", tokens.get("cls")), "eos": tokens.get("eos", tokens.get("sep")),
+             "pad": tokens.get("pad"), "cls": tokens.get("cls"), "sep": tokens.get("sep")}
+    return {f"{name}_token_id": tokenizer.token_to_id(token) for name, token in names.items() if token}
+
+
+def architecture(name, cls, style, config, *, causal=None, kv_heads=None, required=False, bos=None, refusal=None,
+                 refusal_exit=1, new_process=False, positions=MAX_POSITIONS, config_patch=None,
+                 expected_name="model", notice=None, options=()):
+    """refusal: export_hf.py must stop (exit refusal_exit) with this text in its message. new_process:
+    export with `python scripts/export_hf.py` in a new process (see run_export). positions: the
+    tokenizer's model_max_length (the config's positions are the config's). config_patch: fields
+    written over config.json after the model is saved. notice: texts export_hf.py must print.
+    options: export_hf.py's options after MODEL_DIR OUT.pt."""
+    return dict(name=name, cls=cls, style=style, config=config, causal=causal, kv_heads=kv_heads,
+                required=required, bos=bos, refusal=refusal, refusal_exit=refusal_exit, new_process=new_process,
+                positions=positions, config_patch=config_patch, expected_name=expected_name, notice=notice,
+                options=list(options))
+
+
+# Qwen3-Next and Qwen3.5: linear-attention layers (a loop over chunks of 64 tokens, which the trace
+# unrolls at its length) beside a full-attention one, with positions beyond one chunk.
+LINEAR_ATTENTION = dict(SMALL, max_position_embeddings=256, num_key_value_heads=2, head_dim=16,
+                        layer_types=["linear_attention", "full_attention"], linear_key_head_dim=16,
+                        linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4)
+UNROLLED_AT_TRACE = "tokens but not at 65"
+
+ARCHITECTURES = [
+    architecture("gpt2", "GPT2LMHeadModel", "gpt2",
+                 lambda: ("GPT2Config", dict(n_layer=2, n_head=4, n_embd=64, n_positions=MAX_POSITIONS,
+                                             initializer_range=0.25)),
+                 causal=True, required=True, bos="<|endoftext|>", new_process=True),
+    architecture("llama", "LlamaForCausalLM", "llama", lambda: ("LlamaConfig", dict(SMALL, num_key_value_heads=4)),
+                 causal=True, kv_heads=4, required=True, bos="<s>"),
+    architecture("qwen2", "Qwen2ForCausalLM", "gpt2", lambda: ("Qwen2Config", dict(SMALL, num_key_value_heads=2)),
+                 causal=True, kv_heads=2, required=True, bos="<|endoftext|>"),
+    architecture("gpt_neox", "GPTNeoXForCausalLM", "gpt2",
+                 lambda: ("GPTNeoXConfig", dict(SMALL, rotary_pct=0.25)),
+                 causal=True, required=True, bos="<|endoftext|>"),
+    architecture("mixtral", "MixtralForCausalLM", "llama",
+                 lambda: ("MixtralConfig", dict(SMALL, num_key_value_heads=2, num_local_experts=4,
+                                                num_experts_per_tok=2, sliding_window=None)),
+                 causal=True, kv_heads=2, required=True, bos="<s>"),
+    architecture("bert", "BertForMaskedLM", "bert", lambda: ("BertConfig", dict(SMALL)),
+                 causal=False, required=True, bos="[CLS]", new_process=True),
+    # Tried beyond the issue's list.
+    architecture("mistral", "MistralForCausalLM", "llama",
+                 lambda: ("MistralConfig", dict(SMALL, num_key_value_heads=2, sliding_window=None)),
+                 causal=True, kv_heads=2, bos="<s>"),
+    architecture("gemma", "GemmaForCausalLM", "llama",
+                 lambda: ("GemmaConfig", dict(SMALL, num_key_value_heads=1, head_dim=16)),
+                 causal=True, kv_heads=1, bos="<s>"),
+    architecture("gemma2", "Gemma2ForCausalLM", "llama",
+                 lambda: ("Gemma2Config", dict(SMALL, num_key_value_heads=2, head_dim=16, sliding_window=4096,
+                                               query_pre_attn_scalar=16)),
+                 causal=True, kv_heads=2, bos="<s>"),
+    architecture("phi3", "Phi3ForCausalLM", "llama",
+                 lambda: ("Phi3Config", dict(SMALL, num_key_value_heads=2, pad_token_id=None)),
+                 causal=True, kv_heads=2, bos="<s>"),
+    architecture("qwen3_moe", "Qwen3MoeForCausalLM", "gpt2",
+                 lambda: ("Qwen3MoeConfig", dict(SMALL, num_key_value_heads=2, head_dim=16, num_experts=4,
+                                                 num_experts_per_tok=2, moe_intermediate_size=32,
+                                                 decoder_sparse_step=1)),
+                 causal=True, kv_heads=2, bos="<|endoftext|>"),
+    architecture("olmoe", "OlmoeForCausalLM", "gpt2",
+                 lambda: ("OlmoeConfig", dict(SMALL, num_key_value_heads=4, num_experts=4, num_experts_per_tok=2)),
+                 causal=True, kv_heads=4, bos="<|endoftext|>"),
+    architecture("deepseek_v3", "DeepseekV3ForCausalLM", "llama",
+                 lambda: ("DeepseekV3Config", dict(SMALL, num_key_value_heads=4, moe_intermediate_size=32,
+                                                   n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+                                                   n_group=1, topk_group=1, first_k_dense_replace=1,
+                                                   kv_lora_rank=16, q_lora_rank=32, qk_rope_head_dim=8,
+                                                   qk_nope_head_dim=8, v_head_dim=16,
+                                                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+                 causal=True, kv_heads=4, bos="<s>"),
+    architecture("gpt_oss", "GptOssForCausalLM", "gpt2",
+                 lambda: ("GptOssConfig", dict(SMALL, num_key_value_heads=2, head_dim=16, num_local_experts=4,
+                                               num_experts_per_tok=2, sliding_window=128)),
+                 causal=True, kv_heads=2, bos="<|endoftext|>"),
+    architecture("modernbert", "ModernBertForMaskedLM", "bert",
+                 lambda: ("ModernBertConfig", dict(SMALL, local_attention=128, global_attn_every_n_layers=2)),
+                 causal=False, bos="[CLS]"),
+    architecture("roberta", "RobertaForMaskedLM", "roberta",
+                 lambda: ("RobertaConfig", dict(SMALL, max_position_embeddings=MAX_POSITIONS + 2)),
+                 causal=False, bos="<s>"),
+    # A sentence-transformers encoder: no language-model head, a tokenizer.json that pads and
+    # truncates to 128, a folder named `model` and the model's name in _name_or_path.
+    architecture("bert_no_head", "BertModel", "bert_padded", lambda: ("BertConfig", dict(SMALL)),
+                 causal=False, required=True, bos="[CLS]", config_patch={"_name_or_path": "org/tiny-embedder"},
+                 expected_name="org/tiny-embedder",
+                 notice=["BertModel has no language-model head", "no repeat_loss", "--ablation is refused"]),
+    # Refused: exact only up to one chunk of linear attention; a config.json that says 10 million
+    # layers beside a small model's weights (transformers would build the layers, then load).
+    architecture("qwen3_next", "Qwen3NextForCausalLM", "gpt2",
+                 lambda: ("Qwen3NextConfig", dict(LINEAR_ATTENTION, num_experts=4, num_experts_per_tok=2,
+                                                  moe_intermediate_size=32, shared_expert_intermediate_size=32)),
+                 required=True, refusal=UNROLLED_AT_TRACE, positions=256),
+    architecture("qwen3_5", "Qwen3_5ForCausalLM", "gpt2", lambda: ("Qwen3_5TextConfig", dict(LINEAR_ATTENTION)),
+                 required=True, refusal=UNROLLED_AT_TRACE, positions=256),
+    # The same model within one chunk, where its trace is exact: exported and analysed right.
+    architecture("qwen3_next_64", "Qwen3NextForCausalLM", "gpt2",
+                 lambda: ("Qwen3NextConfig", dict(LINEAR_ATTENTION, num_experts=4, num_experts_per_tok=2,
+                                                  moe_intermediate_size=32, shared_expert_intermediate_size=32)),
+                 causal=True, kv_heads=2, required=True, bos="<|endoftext|>", positions=256,
+                 options=["--max-length", str(MAX_POSITIONS)]),
+    architecture("huge", "LlamaForCausalLM", "llama", lambda: ("LlamaConfig", dict(SMALL)),
+                 config_patch={"num_hidden_layers": 10_000_000}, required=True,
+                 refusal="at least 3.28e+11 parameters (10000000 layers", refusal_exit=2),
+]
+BY_NAME = {a["name"]: a for a in ARCHITECTURES}
+
+
+def build_model_dir(arch, model_dir):
+    """A tokenizer and a randomly initialized model saved as a Hugging Face model directory."""
+    import transformers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer, tokens = train_tokenizer(arch["style"])
+    config_name, fields = arch["config"]()
+    config_cls = getattr(transformers, config_name)
+    vocab = tokenizer.get_vocab_size()
+    config = config_cls(vocab_size=vocab, **fields, **ids_of(tokenizer, tokens))
+    torch.manual_seed(0)
+    model = getattr(transformers, arch["cls"])(config).eval()
+    os.makedirs(model_dir, exist_ok=True)
+    model.save_pretrained(model_dir)
+    if arch["config_patch"]:
+        config_path = os.path.join(model_dir, "config.json")
+        with open(config_path, encoding="utf-8") as f:
+            stored = json.load(f)
+        with open(config_path, "w", encoding="utf-8") as f:
+            json.dump(dict(stored, **arch["config_patch"]), f, indent=2)
+    special = {f"{k}_token": v for k, v in tokens.items()}
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, model_max_length=arch["positions"],
+                            **special).save_pretrained(model_dir)
