@@ -10,8 +10,9 @@ namespace headscan {
 namespace {
 
 constexpr const char* kExpected =
-    "{\"name\": string, \"bos_token\": string, \"max_length\": integer, \"causal\": bool, \"n_kv_heads\": integer, \"step\": integer}";
-constexpr const char* kWhatToDo = "fix headscan.json inside the archive (torch.jit.save's _extra_files)";
+    "{\"name\": string, \"bos_token\": string, \"max_length\": integer, \"causal\": bool, \"n_kv_heads\": integer, \"step\": integer, "
+    "\"layers\": [{\"index\": integer, \"path\": string, \"kind\": string}]}";
+constexpr const char* kWhatToDo = "fix headscan.json inside the archive (torch.jit.save's _extra_files, or extra/ of a .pt2)";
 
 [[noreturn]] void throw_bad_field(const std::string& origin, const char* name, const std::string& expected,
                                   const nlohmann::json& found) {
@@ -47,6 +48,32 @@ std::optional<std::int64_t> integer_field(const nlohmann::json& doc, const char*
   return value->get<std::int64_t>();
 }
 
+LayerNumbering layers_field(const nlohmann::json& value, const std::string& origin) {
+  const std::string expected = fmt::format("a list of at most {} objects {{\"index\": integer, \"path\": string, "
+                                           "\"kind\": string}}", kMaxMetadataLayers);
+  if (!value.is_array() || value.size() > static_cast<std::size_t>(kMaxMetadataLayers)) {
+    throw_bad_field(origin, "layers", expected, value);
+  }
+  LayerNumbering numbering;
+  for (const nlohmann::json& entry : value) {
+    if (!entry.is_object()) throw_bad_field(origin, "layers", expected, value);
+    const auto index = integer_field(entry, "index", 0, kMaxMetadataLayers - 1, origin);
+    if (!index) throw_bad_field(origin, "layers", expected, entry);
+    ModelLayer layer;
+    layer.index = static_cast<int>(*index);
+    layer.path = string_field(entry, "path", origin);
+    layer.kind = string_field(entry, "kind", origin);
+    if (layer.kind == kAttentionLayer) numbering.attention_layers.push_back(layer.index);
+    numbering.layers.push_back(std::move(layer));
+  }
+  check_layer_numbering(numbering, origin);
+  if (numbering.attention_layers.empty() && !numbering.layers.empty()) {
+    throw InputError(fmt::format("{}: \"layers\" lists no layer of kind \"attention\": the model has no attention "
+                                 "map to analyse; {}", origin, kWhatToDo));
+  }
+  return numbering;
+}
+
 }  // namespace
 
 ModelMetadata parse_model_metadata(const std::string& text, const std::string& origin) {
@@ -79,6 +106,7 @@ ModelMetadata parse_model_metadata(const std::string& text, const std::string& o
     metadata.n_kv_heads = static_cast<int>(*kv_heads);
   }
   metadata.step = integer_field(doc, "step", 0, kMaxMetadataStep, origin);
+  if (const nlohmann::json* layers = field(doc, "layers")) metadata.layers = layers_field(*layers, origin);
   return metadata;
 }
 

@@ -1,12 +1,14 @@
 #pragma once
 // headscan.json, the metadata file inside a model archive: {"name", "bos_token", "max_length",
-// "causal", "n_kv_heads", "step"}, every field optional. Read without LibTorch (and fuzzed so:
+// "causal", "n_kv_heads", "step", "layers"}, every field optional. Read without LibTorch (and fuzzed so:
 // tests/fuzz/fuzz_headscan_json.cpp).
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "analyzer/model/model_layers.h"
 
 namespace headscan {
 
@@ -15,6 +17,7 @@ constexpr std::size_t kMaxMetadataBytes = std::size_t{1} << 20;    // 1 MiB; rea
 constexpr std::int64_t kMaxMetadataLength = std::int64_t{1} << 20;  // max_length, as --max-length
 constexpr int kMaxMetadataKvHeads = 4096;                           // n_kv_heads
 constexpr std::int64_t kMaxMetadataStep = std::int64_t{1} << 53;    // step, exact in a JSON number
+constexpr int kMaxMetadataLayers = 4096;                            // entries of layers
 
 struct ModelMetadata {
   std::string name;
@@ -23,6 +26,9 @@ struct ModelMetadata {
   std::optional<bool> causal;
   std::optional<int> n_kv_heads;           // 1 … kMaxMetadataKvHeads
   std::optional<std::int64_t> step;        // a checkpoint's training step, 0 … kMaxMetadataStep
+  // "layers": [{"index", "path", "kind"}, …], every layer of the model (model_layers.h), written by
+  // `headscan export`; attention_layers lists those of kind "attention", in order.
+  std::optional<LayerNumbering> layers;
 };
 
 // Parses headscan.json; empty text gives the defaults. Throws InputError, naming `origin`, the
