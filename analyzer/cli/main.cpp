@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/cli/analysis_command.h"
+#include "analyzer/cli/export_command.h"
 #include "analyzer/cli/option_values.h"
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/errors.h"
@@ -297,6 +298,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "idf") return run_idf_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "merge") return run_merge_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "compare") return run_compare_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "export") return headscan::run_export_command(argc - 1, argv + 1);
 
   headscan::AnalysisCommand command;
   CLI::App& app = command.app();
