@@ -63,13 +63,16 @@ import warnings
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # hf_export/, the parts of this script
-from hf_export import ExportError, ExportInputError  # noqa: E402
-from hf_export import checks  # noqa: E402
-from hf_export.metadata import (choose_bos, choose_max_length, default_name, load_tokenizer_json,  # noqa: E402
-                                unpadded_tokenizer)
-from hf_export.model import (IdsOnly, LogitsOnly, check_size, example_rows, load_model,  # noqa: E402
-                             padded_batch)
+# The parts of this script are the wheel's exporter (analyzer/python/headscan/_export), imported as
+# a package of their own: `import headscan` would load headscan's C++ core, which this script needs not.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "analyzer", "python", "headscan"))
+from _export import ExportError, ExportInputError  # noqa: E402
+from _export import checks  # noqa: E402
+from _export.metadata import (choose_bos, choose_max_length, default_name, load_tokenizer_json,  # noqa: E402
+                              unpadded_tokenizer)
+from _export.model import (IdsOnly, LogitsOnly, check_size, example_rows, load_model,  # noqa: E402
+                           missing_outputs, padded_batch, read_config, refuse_encoder_decoder)
 
 DEFAULT_MAX_LENGTH_CAP = 1024
 
@@ -114,43 +117,6 @@ def parse_args(argv):
     return args
 
 
-def read_config(args):
-    from transformers import AutoConfig
-
-    if not os.path.isdir(args.model_dir):
-        raise ExportInputError(f"{args.model_dir} is not a directory (expected a Hugging Face model directory)")
-    try:
-        config = AutoConfig.from_pretrained(args.model_dir, trust_remote_code=args.trust_remote_code)
-    except Exception as e:  # noqa: BLE001
-        raise ExportError(f"transformers could not read {args.model_dir}/config.json: {e}") from e
-    if getattr(config, "is_encoder_decoder", False):
-        raise ExportError(f"{config.model_type} is an encoder-decoder model; headscan analyses one stack "
-                          "taking input_ids (a decoder-only or encoder-only model)")
-    return config
-
-
-def missing_outputs(model, output, vocab_size, causal):
-    """None when the archive's output is logits [B, T, vocabulary] (as headscan recognises them),
-    else what headscan will lack and why."""
-    if output.dim() == 3 and output.shape[-1] >= vocab_size:
-        return None
-    try:
-        head = model.get_output_embeddings()
-    except (AttributeError, NotImplementedError):  # a model's own code may leave it out
-        head = None
-    why = (f"{type(model).__name__} has no language-model head" if head is None
-           else f"{type(model).__name__}'s first output is not logits")
-    shape = (f"{output.shape[-1]} numbers per token (hidden states)" if output.dim() == 3
-             else f"of shape {list(output.shape)}")
-    lacking = "no repeat_loss (the loss on the induction probes' repeats)"
-    if causal:  # retrieval is measured on causal models only
-        lacking += ", no retrieval (copy events are the model's predictions of the needle)"
-    objective = "next-token" if causal else "masked-LM"
-    return (f"{why}: its output is {shape}, not logits over the vocabulary's {vocab_size} tokens, so headscan's "
-            f"report will have {lacking}, and --ablation is refused (it measures the {objective} loss); every "
-            "attention score is there. If the weights include a head, export its class with --model-class")
-
-
 def export(args):
     from transformers.utils import logging as transformers_logging
 
@@ -159,7 +125,8 @@ def export(args):
     # matters is checked below by running the trace on other shapes and lengths.
     warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
 
-    config = read_config(args)
+    config = read_config(args.model_dir, args.trust_remote_code)
+    refuse_encoder_decoder(config, ExportError)
     check_size(config, args.dtype)
     tokenizer_text, tokenizer_source = load_tokenizer_json(args.model_dir, args.tokenizer, args.trust_remote_code)
     tokenizer = unpadded_tokenizer(tokenizer_text)

@@ -1,9 +1,18 @@
-"""The parts of scripts/export_hf.py, one job each.
+"""Exporting a model for headscan: `headscan export` (an exported program, .pt2) and
+scripts/export_hf.py (TorchScript, .pt) share these parts, one job each.
 
 metadata  the tokenizer and what headscan.json says (name, bos_token, max_length);
-model     the model: its size from the config, its class, loading it, the traced wrapper, inputs;
-checks    what the archive must satisfy before it is saved (graph, attention rows, shapes, lengths,
-          padding).
+model     the model: its size from the config, its class, loading it, the wrapper that is exported,
+          inputs;
+checks    what an archive must satisfy before it is saved (graph, attention rows, shapes, lengths,
+          padding), the archive compared with the eager model;
+ops       headscan's two operators (headscan::observe, headscan::attention) as torch.export sees them;
+program   torch.export, the observers placed on the attention probabilities, the model's layers;
+pt2       the checks on the exported program and the .pt2 archive written;
+command   `headscan export`'s command line.
+
+This package imports nothing of headscan's (scripts/export_hf.py loads it as a top-level package,
+without headscan's C++ core).
 """
 
 
@@ -12,4 +21,5 @@ class ExportError(Exception):
 
 
 class ExportInputError(ExportError):
-    """The model directory or an option is wrong before anything runs (exit 2)."""
+    """The model directory or an option is wrong before anything runs, or the model is one that
+    cannot be exported (exit 2)."""

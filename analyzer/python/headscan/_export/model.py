@@ -102,6 +102,46 @@ def check_size(config, requested_dtype):
             f"machine with more memory{smaller}")
 
 
+def read_config(model_dir, trust_remote_code):
+    from transformers import AutoConfig
+
+    if not os.path.isdir(model_dir):
+        raise ExportInputError(f"{model_dir} is not a directory (expected a Hugging Face model directory)")
+    try:
+        return AutoConfig.from_pretrained(model_dir, trust_remote_code=trust_remote_code)
+    except Exception as e:  # noqa: BLE001
+        raise ExportError(f"transformers could not read {model_dir}/config.json: {e}") from e
+
+
+def refuse_encoder_decoder(config, error):
+    """`error` (an ExportError class) when the config is an encoder-decoder's."""
+    if getattr(config, "is_encoder_decoder", False):
+        raise error(f"{config.model_type} is an encoder-decoder model; headscan analyses one stack "
+                    "taking input_ids (a decoder-only or encoder-only model)")
+
+
+def missing_outputs(model, output, vocab_size, causal):
+    """None when the archive's output is logits [B, T, vocabulary] (as headscan recognises them),
+    else what headscan will lack and why."""
+    if output.dim() == 3 and output.shape[-1] >= vocab_size:
+        return None
+    try:
+        head = model.get_output_embeddings()
+    except (AttributeError, NotImplementedError):  # a model's own code may leave it out
+        head = None
+    why = (f"{type(model).__name__} has no language-model head" if head is None
+           else f"{type(model).__name__}'s first output is not logits")
+    shape = (f"{output.shape[-1]} numbers per token (hidden states)" if output.dim() == 3
+             else f"of shape {list(output.shape)}")
+    lacking = "no repeat_loss (the loss on the induction probes' repeats)"
+    if causal:  # retrieval is measured on causal models only
+        lacking += ", no retrieval (copy events are the model's predictions of the needle)"
+    objective = "next-token" if causal else "masked-LM"
+    return (f"{why}: its output is {shape}, not logits over the vocabulary's {vocab_size} tokens, so headscan's "
+            f"report will have {lacking}, and --ablation is refused (it measures the {objective} loss); every "
+            "attention score is there. If the weights include a head, export its class with --model-class")
+
+
 def model_class(config, requested, trust_remote_code):
     import transformers
     from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
