@@ -69,12 +69,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "analyzer", "python", "headscan"))
 from _export import ExportError, ExportInputError  # noqa: E402
 from _export import checks  # noqa: E402
+from _export.command import add_model_options  # noqa: E402
 from _export.metadata import (choose_bos, choose_max_length, default_name, load_tokenizer_json,  # noqa: E402
                               unpadded_tokenizer)
 from _export.model import (IdsOnly, LogitsOnly, check_size, example_rows, load_model,  # noqa: E402
                            missing_outputs, padded_batch, read_config, refuse_encoder_decoder)
-
-DEFAULT_MAX_LENGTH_CAP = 1024
 
 
 def parse_args(argv):
@@ -85,30 +84,7 @@ def parse_args(argv):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="a Hugging Face model directory (save_pretrained)")
     parser.add_argument("output", metavar="OUT.pt", help="the TorchScript archive to write")
-    parser.add_argument("--name", help="headscan.json name (default: MODEL_DIR's folder name, org/name for a "
-                                       "Hugging Face cache snapshot, config.json's _name_or_path for a folder "
-                                       "named model or the like)")
-    parser.add_argument("--bos", metavar="TOKEN",
-                        help="headscan.json bos_token: a token of the tokenizer, or 'none' for no BOS "
-                             "(default: the template's first token, else the model's BOS)")
-    parser.add_argument("--max-length", type=int, metavar="N", help="headscan.json max_length (default: see below)")
-    parser.add_argument("--max-length-cap", type=int, default=DEFAULT_MAX_LENGTH_CAP, metavar="N",
-                        help=f"upper bound of the default max_length (default {DEFAULT_MAX_LENGTH_CAP})")
-    causal = parser.add_mutually_exclusive_group()
-    causal.add_argument("--causal", dest="causal", action="store_true", default=None,
-                        help="write causal: true instead of measuring it")
-    causal.add_argument("--bidirectional", dest="causal", action="store_false",
-                        help="write causal: false instead of measuring it")
-    parser.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json to embed instead of MODEL_DIR's")
-    parser.add_argument("--model-class", metavar="CLASS",
-                        help="transformers class to load (default: config.json's architectures, else "
-                             "AutoModelForMaskedLM for encoders and AutoModelForCausalLM for decoders)")
-    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16", "auto"], default="float32",
-                        help="weights of the archive (default float32; auto: as stored)")
-    parser.add_argument("--no-attention-mask", action="store_true",
-                        help="export forward(input_ids) only: headscan then batches equal lengths, unpadded")
-    parser.add_argument("--trust-remote-code", action="store_true",
-                        help="allow the model's own Python code (config.json auto_map), as transformers does")
+    add_model_options(parser)
     args = parser.parse_args(argv)
     if args.max_length is not None and args.max_length < 2:
         parser.error("--max-length must be at least 2")

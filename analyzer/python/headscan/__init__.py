@@ -1,10 +1,12 @@
 """headscan: label the attention heads of a transformer by what they do.
 
 The analysis runs in headscan's C++ core (the same library the ``headscan`` command calls), on the
-LibTorch of the installed ``torch``. ``scan`` takes a TorchScript archive or a live
-``torch.jit.ScriptModule`` and a corpus (a path or an iterable of strings) and returns a
-:class:`Report`; ``compare`` puts reports side by side. Keyword options are the command line's
-(``max_length=128`` is ``--max-length 128``), with its defaults and its messages.
+LibTorch of the installed ``torch``. ``scan`` takes an archive (TorchScript .pt or exported
+program .pt2), a live ``torch.jit.ScriptModule`` or any ``torch.nn.Module`` (exported in memory
+first), and a corpus (a path or an iterable of strings) and returns a :class:`Report`;
+``export`` writes a module's .pt2 archive; ``compare`` puts reports side by side. Keyword options
+are the command line's (``max_length=128`` is ``--max-length 128``), with its defaults and its
+messages.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import torch  # noqa: F401  (loads LibTorch and torch's type casters before the 
 from . import _core
 from ._api import Comparison, Report, compare, scan
 from ._core import InputError, RunError
+from ._live_export import ExportedArchive, export  # after _core: its operators are headscan's C++ ones
 
 __version__ = _core.__version__
 
@@ -22,4 +25,5 @@ class HeadscanWarning(UserWarning):
     """A warning of the analysis (the command line prints these as ``headscan: warning: …``)."""
 
 
-__all__ = ["scan", "compare", "Report", "Comparison", "InputError", "RunError", "HeadscanWarning", "__version__"]
+__all__ = ["scan", "compare", "export", "Report", "Comparison", "ExportedArchive", "InputError", "RunError",
+           "HeadscanWarning", "__version__"]

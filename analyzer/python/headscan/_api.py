@@ -209,14 +209,26 @@ class Report:
         return f"<headscan.Report {model['path']}: {model['layers']} layers x {model['heads']} heads>"
 
 
+def _live_module(model: Any) -> bool:
+    """A torch.nn.Module that is not a ScriptModule (scan() exports it); torch is imported already."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return (torch is not None and isinstance(model, torch.nn.Module)
+            and not isinstance(model, torch.jit.ScriptModule))
+
+
 def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress: Union[bool, Callable] = True,
          metadata: Optional[Mapping[str, Any]] = None, **options: Any) -> Report:
     """Analyses ``model`` over ``corpus`` and returns the :class:`Report`.
 
-    ``model``: the path of a TorchScript archive, or a live ``torch.jit.ScriptModule`` (what
-    ``torch.jit.trace`` returns; ``metadata`` is then its headscan.json, e.g.
-    ``{"causal": True}``, and ``tokenizer`` may be a ``tokenizers.Tokenizer`` or a fast
-    transformers tokenizer). ``corpus``: a path (text, .jsonl, .conllu, compressed) or an iterable of
+    ``model``: the path of an archive (TorchScript .pt or exported program .pt2), a live
+    ``torch.jit.ScriptModule`` (what ``torch.jit.trace`` returns; ``metadata`` is then its
+    headscan.json, e.g. ``{"causal": True}``, and ``tokenizer`` may be a ``tokenizers.Tokenizer``
+    or a fast transformers tokenizer), or any other ``torch.nn.Module`` (a transformers model as
+    loaded, eager or SDPA attention), exported in memory first as :func:`export` does (with
+    ``metadata`` over the fields it chooses, and ``max_length`` the export's too), its archive
+    analysed as the command line analyses a .pt2. ``corpus``: a path (text, .jsonl, .conllu, compressed) or an iterable of
     strings, one document each, pulled only as far as the analysis reads (``max_sequences``).
     ``options``: the command line's, by name (``max_length``,
     ``batch_size``, ``ablation``, ``thresholds={"previous_token": 0.6}``, ``device``, ``dtype``,
@@ -227,6 +239,13 @@ def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress
     Raises InputError where the command line exits 2 and RunError where it exits 1, with its
     messages; KeyboardInterrupt (Ctrl-C) stops the run.
     """
+    if _live_module(model):
+        from ._live_export import archive_for_scan
+
+        with archive_for_scan(model, options.get("tokenizer"), metadata, options.get("max_length")) as archive:
+            options = {key: value for key, value in options.items()
+                       if key != "tokenizer" or isinstance(value, (str, os.PathLike))}
+            return scan(archive.path, corpus, progress=progress, **options)
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
     if isinstance(corpus, os.PathLike):

@@ -1,5 +1,7 @@
 """The console script ``headscan``: the command line the wheel carries (headscan/bin/headscan), run
-in this process's place with the same arguments, so that its exit codes and output are the CLI's."""
+in this process's place with the same arguments, so that its exit codes and output are the CLI's.
+``headscan export`` is this package's exporter (headscan._export), run in Python: it needs torch.export
+and transformers."""
 
 import importlib.util
 import os
@@ -8,6 +10,10 @@ from pathlib import Path
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["export"]:
+        from ._export.command import main as export
+
+        sys.exit(export(sys.argv[2:]))
     executable = Path(__file__).resolve().parent / "bin" / "headscan"
     # The binary finds LibTorch in the torch beside it in site-packages (its RPATH); torch
     # installed elsewhere on sys.path (a venv with --system-site-packages, a user site) is found

@@ -138,7 +138,7 @@ def choose_max_length(args, config, model_dir):
     positions = model_positions(config)
     if args.max_length is not None:
         if positions and args.max_length > positions[0]:
-            print(f"export_hf.py: warning: --max-length {args.max_length} is more than the model's "
+            print(f"{getattr(args, 'prog', 'export_hf.py')}: warning: --max-length {args.max_length} is more than the model's "
                   f"{positions[0]} positions ({positions[1]})", file=sys.stderr)
         return args.max_length, "--max-length"
     limits = [positions] if positions else []

@@ -1,0 +1,148 @@
+"""`headscan export MODEL_DIR OUT.pt2`: a Hugging Face model directory exported with torch.export
+to an archive headscan runs (PyTorch's exported-program format, run by its C++ runtime NativeRT).
+
+    headscan export MODEL_DIR OUT.pt2 [--name NAME] [--bos TOKEN|none] [--max-length N] ...
+
+MODEL_DIR is what `save_pretrained` writes (config.json, weights, tokenizer files). Needs torch and
+transformers; nothing is downloaded.
+
+What it writes
+  OUT.pt2, the model's forward(input_ids, attention_mask) (int64 [B, T], mask 1 = real token, B and
+  T dynamic, T from 2 to max_length) returning the logits, exported by torch.export; headscan's
+  observer (headscan::observe) follows every attention softmax, and every
+  scaled_dot_product_attention is headscan::attention (its math form, probabilities observed).
+  Inside: tokenizer.json and headscan.json as scripts/export_hf.py writes them ({"name",
+  "bos_token", "max_length", "causal", "n_kv_heads"}), and "layers": every layer of the model's
+  stack with its index, module path and kind (attention, linear attention, state space,
+  convolution, none). The fields are chosen as scripts/export_hf.py chooses them.
+
+Checks before saving, on the exported program against the model: attention rows sum to at most 1;
+the output equals the model's on other batch sizes and lengths, at each of the model's block sizes
+and one token more (sliding windows, chunks), and with padding. A model that cannot be exported,
+or whose program is exact at some lengths only, is refused with the reason (exit 2).
+"""
+
+import argparse
+import os
+import sys
+import warnings
+
+from . import ExportError, ExportInputError
+from .exporter import export_model, extra_files
+from .metadata import choose_bos, choose_max_length, default_name, load_tokenizer_json, unpadded_tokenizer
+from .model import check_size, load_model, read_config, refuse_encoder_decoder
+from .program import describe_layers
+from .pt2 import package
+
+PROG = "headscan export"
+DEFAULT_MAX_LENGTH_CAP = 1024
+
+
+def add_model_options(parser):
+    """The options scripts/export_hf.py and `headscan export` share."""
+    parser.add_argument("--name", help="headscan.json name (default: MODEL_DIR's folder name, org/name for a "
+                                       "Hugging Face cache snapshot, config.json's _name_or_path for a folder "
+                                       "named model or the like)")
+    parser.add_argument("--bos", metavar="TOKEN",
+                        help="headscan.json bos_token: a token of the tokenizer, or 'none' for no BOS "
+                             "(default: the template's first token, else the model's BOS)")
+    parser.add_argument("--max-length", type=int, metavar="N", help="headscan.json max_length (default: see below)")
+    parser.add_argument("--max-length-cap", type=int, default=DEFAULT_MAX_LENGTH_CAP, metavar="N",
+                        help=f"upper bound of the default max_length (default {DEFAULT_MAX_LENGTH_CAP})")
+    causal = parser.add_mutually_exclusive_group()
+    causal.add_argument("--causal", dest="causal", action="store_true", default=None,
+                        help="write causal: true instead of measuring it")
+    causal.add_argument("--bidirectional", dest="causal", action="store_false",
+                        help="write causal: false instead of measuring it")
+    parser.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json to embed instead of MODEL_DIR's")
+    parser.add_argument("--model-class", metavar="CLASS",
+                        help="transformers class to load (default: config.json's architectures, else "
+                             "AutoModelForMaskedLM for encoders and AutoModelForCausalLM for decoders)")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16", "auto"], default="float32",
+                        help="weights of the archive (default float32; auto: as stored)")
+    parser.add_argument("--no-attention-mask", action="store_true",
+                        help="export forward(input_ids) only: headscan then batches equal lengths, unpadded")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="allow the model's own Python code (config.json auto_map), as transformers does")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n", 1)[0],
+                                     epilog=__doc__.split("\n\n", 2)[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model_dir", metavar="MODEL_DIR", help="a Hugging Face model directory (save_pretrained)")
+    parser.add_argument("output", metavar="OUT.pt2", help="the exported program's archive to write")
+    add_model_options(parser)
+    args = parser.parse_args(argv)
+    if args.max_length is not None and args.max_length < 2:
+        parser.error("--max-length must be at least 2")
+    if args.max_length_cap < 2:
+        parser.error("--max-length-cap must be at least 2")
+    args.prog = PROG  # the name of warnings
+    return args
+
+
+def export(args):
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    if not args.output.endswith(".pt2"):
+        raise ExportInputError(f"{args.output}: the archive's name must end in .pt2 (an exported program); "
+                               "scripts/export_hf.py writes TorchScript archives (.pt)")
+    config = read_config(args.model_dir, args.trust_remote_code)
+    refuse_encoder_decoder(config, ExportInputError)
+    check_size(config, args.dtype)
+    tokenizer_text, tokenizer_source = load_tokenizer_json(args.model_dir, args.tokenizer, args.trust_remote_code)
+    tokenizer = unpadded_tokenizer(tokenizer_text)
+    bos_token, bos_source = choose_bos(args.bos, tokenizer, args.model_dir, config)
+    max_length, max_length_source = choose_max_length(args, config, args.model_dir)
+    name, name_source = (args.name, "--name") if args.name else default_name(args.model_dir)
+
+    model = load_model(args, config)
+    vocab_size = model.get_input_embeddings().num_embeddings
+    if tokenizer.get_vocab_size() > vocab_size:
+        print(f"{PROG}: warning: the tokenizer has {tokenizer.get_vocab_size()} tokens, the model's "
+              f"embedding {vocab_size}: ids beyond it fail in headscan", file=sys.stderr)
+    causal_source = None if args.causal is None else ("--causal" if args.causal else "--bidirectional")
+    exported = export_model(model, tokenizer, max_length=max_length, bos_token=bos_token, causal=args.causal,
+                            causal_source=causal_source, takes_mask=not args.no_attention_mask, config=config,
+                            vocab_size=vocab_size, metadata={"name": name})
+    package(args.output, exported.program, extra_files(exported, tokenizer_text))
+
+    metadata = exported.metadata
+    print(f"{args.output}: {type(model).__name__}, {len(exported.numbers)} attention layers, {exported.dtype}, "
+          f"forward(input_ids{'' if args.no_attention_mask else ', attention_mask'}) -> "
+          f"{'hidden states' if exported.missing else 'logits'}, exported program")
+    print(f"  name: {name} ({name_source})")
+    print(f"  tokenizer: {tokenizer_source} ({tokenizer.get_vocab_size()} tokens)")
+    print(f"  bos_token: {bos_token or 'none'} ({bos_source})")
+    print(f"  max_length: {max_length} ({max_length_source})")
+    print(f"  causal: {str(metadata['causal']).lower()} ({exported.causal_source})")
+    if "n_kv_heads" in metadata:
+        print(f"  n_kv_heads: {metadata['n_kv_heads']}")
+    print(f"  layers: {describe_layers(exported.layers, exported.numbers)}")
+    print(f"  checked: the model's output at {', '.join(map(str, sorted(exported.exact)))} tokens "
+          f"(blocks of {', '.join(map(str, sorted(exported.blocks)))} tokens)")
+    if exported.missing:
+        print(f"  no logits: {exported.missing}")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # torch.export's and transformers' warnings about what they trace are not the user's concern:
+    # whether the program is right is checked.
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
+    try:
+        export(args)
+    except ExportInputError as e:
+        print(f"{PROG}: error: {args.model_dir}: {e}", file=sys.stderr)
+        return 2
+    except ExportError as e:
+        print(f"{PROG}: error: {args.model_dir}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""A live model exported for headscan: the program (program.py), checked against the model (pt2.py),
+and what its archive holds (headscan.json, tokenizer.json). `headscan export` (command.py) and
+headscan.export() both call export_model()."""
+
+import inspect
+import json
+from dataclasses import dataclass, field
+
+import torch
+
+from . import ExportError, checks
+from .model import example_rows, missing_outputs, padded_batch
+from .program import exported_program
+from .pt2 import Recorder, check_lengths, check_padding, check_rows, check_shapes
+
+
+class Wrapper(torch.nn.Module):
+    """forward(input_ids[, attention_mask]) -> the model's first output (logits, or the hidden
+    states of a model without a head), no cache. A transformers model is called with keywords; any
+    other module with the ids (and the mask) as positional arguments."""
+
+    def __init__(self, model, takes_mask):
+        super().__init__()
+        self.model = model  # program.py strips this attribute's name from module paths
+        self.takes_mask = takes_mask
+        parameters = inspect.signature(model.forward).parameters
+        self.keywords = "input_ids" in parameters
+        self.extra = {"use_cache": False} if "use_cache" in parameters else {}
+
+    def run(self, input_ids, attention_mask=None):
+        if self.keywords:
+            masked = {"attention_mask": attention_mask} if self.takes_mask else {}
+            output = self.model(input_ids=input_ids, **masked, **self.extra)
+        else:
+            output = self.model(input_ids, attention_mask) if self.takes_mask else self.model(input_ids)
+        return output if isinstance(output, torch.Tensor) else output[0]
+
+    def forward(self, input_ids, attention_mask=None):
+        return self.run(input_ids, attention_mask)
+
+
+class NoTokenizer:
+    """Stands for a tokenizer where none is given: the example rows are then ids 0..49."""
+
+    class Encoding:
+        ids = []
+
+    def encode(self, text, add_special_tokens=False):  # noqa: ARG002 - the tokenizers interface
+        return self.Encoding()
+
+    def get_vocab_size(self):
+        return 0
+
+
+@dataclass
+class Exported:
+    program: object  # the ExportedProgram
+    metadata: dict  # headscan.json
+    layers: list  # the model's layers (headscan.json "layers"), or None
+    numbers: list  # the layer of each observer, in the program's order
+    exact: list  # the lengths the program was checked exact at
+    blocks: dict  # the model's block sizes {tokens: what}
+    dtype: object
+    causal_source: str
+    missing: str = None  # what headscan lacks when the output is not logits
+    notes: list = field(default_factory=list)
+
+
+def example_lengths(max_length, takes_mask):
+    """(the example's lengths, the lengths of the batches checked): export_hf.py's."""
+    example_length = min(10, max_length)
+    check_length = min(17, max_length) if max_length > 10 else max(2, max_length - 1)
+    shorter = 1 if takes_mask else 0
+    example = [example_length, max(2, example_length - 3 * shorter)]
+    batches = ([check_length, max(2, check_length - 5 * shorter), check_length], [max(2, check_length - 5)])
+    return example, batches, check_length
+
+
+def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, causal_source=None,
+                 takes_mask=True, config=None, vocab_size=None, metadata=None):
+    """Exports `model` (eval mode) and checks the program: an Exported, or ExportError /
+    ExportInputError with the reason. `metadata`: headscan.json's other fields (name, n_kv_heads)."""
+    if model.training:
+        raise ExportError("the model is in training mode (dropout): call model.eval() before exporting it")
+    tokenizer = tokenizer if tokenizer is not None else NoTokenizer()
+    if vocab_size is None:
+        embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+        vocab_size = getattr(embeddings, "num_embeddings", None) or 50
+    parameter = next(model.parameters(), None)
+    dtype = parameter.dtype if parameter is not None else torch.float32
+    bos_id = tokenizer.token_to_id(bos_token) if bos_token else None
+    pad_id = bos_id if bos_id is not None else 0
+    wrapper = Wrapper(model, takes_mask).eval()
+
+    example, check_batches, check_length = example_lengths(max_length, takes_mask)
+    example_rows_ = example_rows(tokenizer, bos_id, example, vocab_size)
+    batches = [example_rows(tokenizer, bos_id, lengths, vocab_size) for lengths in check_batches]
+    blocks = checks.block_sizes(config) if config is not None else {checks.DEFAULT_CHUNK: "a chunk of 64 tokens"}
+    lengths = checks.lengths_to_check(blocks, max_length, check_length)
+
+    with torch.no_grad():
+        example_inputs = padded_batch(example_rows_, pad_id)
+        if not takes_mask:
+            example_inputs = example_inputs[:1]
+        ep, layers, numbers = exported_program(wrapper, example_inputs, max_length, config)
+        recorder = Recorder(ep)
+        probe = padded_batch(example_rows_[:1], pad_id)
+        recorder(*(probe if takes_mask else probe[:1]))
+        check_rows(recorder.attentions, numbers, dtype)
+        if causal is None:
+            causal, causal_source = checks.measure_causal(recorder.attentions), "measured on the program's attention"
+        check_shapes(recorder, wrapper, example_inputs[0].shape, batches, pad_id, takes_mask, dtype)
+        exact = check_lengths(recorder, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype, blocks=blocks,
+                              lengths=lengths, exact={len(row) for rows in batches for row in rows})
+        if takes_mask:
+            check_padding(recorder, numbers, batches[0], pad_id, dtype)
+        output = wrapper(*example_inputs)
+        missing = missing_outputs(model, output, tokenizer.get_vocab_size() or vocab_size, causal)
+
+    fields = dict(metadata or {})
+    document = {"name": fields.pop("name")} if "name" in fields else {}
+    if bos_token is not None:
+        document["bos_token"] = bos_token
+    document.update({"max_length": max_length, "causal": causal})
+    kv_heads = getattr(config, "num_key_value_heads", None) if config is not None else None
+    if isinstance(kv_heads, int) and kv_heads >= 1:
+        document["n_kv_heads"] = kv_heads
+    document.update(fields)
+    if layers is not None:
+        document["layers"] = layers
+    return Exported(program=ep, metadata=document, layers=layers, numbers=numbers, exact=exact, blocks=blocks,
+                    dtype=dtype, causal_source=causal_source, missing=missing)
+
+
+def extra_files(exported, tokenizer_text):
+    files = {"headscan.json": json.dumps(exported.metadata, ensure_ascii=False, indent=1) + "\n"}
+    if tokenizer_text is not None:
+        files["tokenizer.json"] = tokenizer_text
+    return files

@@ -1,0 +1,139 @@
+"""The exported program's checks, on the program itself run in Python (ep.module()), against the
+model it was exported from, and the .pt2 archive written.
+
+The checks are scripts/export_hf.py's (checks.py): attention rows sum to at most 1, the program does
+not depend on the example's batch size or length, it gives the model's output at lengths across
+the model's blocks, and padding does not change what real tokens see. The attention probabilities
+checked are the program's own: its observers are run here by Python functions that record them.
+"""
+
+import os
+import tempfile
+
+import torch
+
+from . import ExportError, ExportInputError, checks
+from .model import example_rows, padded_batch
+from .ops import attention_math, define
+
+
+class Recorder:
+    """The program with its observers recording: calling it returns the output, and `attentions`
+    then holds the probabilities of each observer, in graph order ([B, H, T, S] each, float)."""
+
+    def __init__(self, ep):
+        observe, attention = define()
+        self.module = ep.module()
+        self.attentions = []
+        for node in self.module.graph.nodes:
+            if node.op == "call_function" and node.target is observe:
+                node.target = self._observe
+            elif node.op == "call_function" and node.target is attention:
+                node.target = self._attention
+        self.module.recompile()
+
+    def _observe(self, probs, layer):
+        self.attentions.append(probs.float())
+        return probs
+
+    def _attention(self, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer):
+        output, probs = attention_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        self.attentions.append(probs.float())
+        return output
+
+    def __call__(self, *inputs):
+        self.attentions = []
+        return self.module(*inputs)
+
+
+def check_rows(attentions, numbers, dtype):
+    for number, attention in zip(numbers, attentions):
+        sums = attention.sum(dim=-1)
+        if bool((sums > 1 + checks.row_sum_tolerance(dtype)).any()) or bool((sums < 0).any()):
+            raise ExportError(f"the attention of layer {number} has rows summing to {sums.min().item():.3f} .. "
+                              f"{sums.max().item():.3f}: not probabilities over the keys")
+
+
+def check_shapes(program, wrapper, example_shape, batches, pad_id, takes_mask, dtype):
+    """The program has not fixed the example's batch size or length."""
+    for rows in batches:
+        inputs = padded_batch(rows, pad_id)
+        inputs = inputs if takes_mask else inputs[:1]
+        found = checks.difference(program, wrapper, inputs, dtype)
+        if found:
+            raise ExportInputError(f"exported on {list(example_shape)}, the program's output on "
+                                   f"{list(inputs[0].shape)} is not the model's ({found}): data-dependent control "
+                                   "flow (the model's forward depends in Python on the example's shape or values)")
+
+
+def check_lengths(program, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype, *, blocks, lengths, exact):
+    """The program gives the model's output at every length of `lengths`; refused (exit 2) at the
+    first where it does not, with the longest length where it did."""
+    exact = sorted(exact)
+    for length in lengths:
+        ids, mask = padded_batch(example_rows(tokenizer, bos_id, [length], vocab_size), pad_id)
+        found = checks.difference(program, wrapper, (ids, mask) if wrapper.takes_mask else (ids,), dtype)
+        if found:
+            last = exact[-1]
+            crossed = [(size, what) for size, what in sorted(blocks.items(), reverse=True)
+                       if (last - 1) // size < (length - 1) // size]
+            across = (f"; between {last} and {length} tokens the sequence crosses a block of {crossed[0][0]} "
+                      f"tokens ({crossed[0][1]})") if crossed else ""
+            raise ExportInputError(
+                f"data-dependent control flow: the exported program gives the model's output at "
+                f"{', '.join(map(str, exact))} tokens but not at {length} ({found}){across}: the model's forward "
+                f"depends on the length in Python (a loop over blocks, fixed by torch.export at the example's "
+                f"length), so the program would be wrong on longer sequences; --max-length {last} limits the export "
+                "to lengths where it is exact")
+        exact.append(length)
+    return exact
+
+
+def check_padding(recorder, numbers, rows, pad_id, dtype):
+    """Real tokens of a padded row see what they see alone: the program's attention and output."""
+    ids, mask = padded_batch(rows, pad_id)
+    batch_output = recorder(ids, mask)
+    batch_attentions = recorder.attentions
+    for b, row in enumerate(rows):
+        n = len(row)
+        alone_ids, alone_mask = padded_batch([row], pad_id)
+        alone_output = recorder(alone_ids, alone_mask)
+        for number, padded, single in zip(numbers, batch_attentions, recorder.attentions):
+            if not checks.close(padded[b, :, :n, :n], single[0], dtype):
+                raise ExportError(f"with padding, the attention of layer {number} on a row's {n} real tokens "
+                                  f"differs from the same row alone by "
+                                  f"{(padded[b, :, :n, :n] - single[0]).abs().max().item():.3g}: this model does "
+                                  "not treat attention_mask as headscan pads (right padding); export with "
+                                  "--no-attention-mask")
+        if not checks.close(batch_output[b, :n], alone_output[0], dtype):
+            raise ExportError("with padding, the program's output on a row's real tokens differs from the same "
+                              "row alone: export with --no-attention-mask")
+
+
+def package(path, ep, extra_files):
+    """Writes the .pt2 archive to `path`: beside it under its own name (the archive's inner folder
+    is named after the file), then renamed into place, so an interrupted export leaves no partial
+    file."""
+    from torch.export.pt2_archive._package import package_pt2
+
+    out_dir = os.path.dirname(os.path.abspath(path))
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".headscan-export.", dir=out_dir) as temporary_dir:
+        temporary = os.path.join(temporary_dir, os.path.basename(path))
+        package_pt2(temporary, exported_programs={"model": ep}, extra_files=extra_files)
+        os.replace(temporary, path)
+
+
+def package_to_memory(ep, extra_files, name="model.pt2"):
+    """The archive in an anonymous in-memory file: (its descriptor, a path that opens it,
+    /proc/self/fd/N). The file lives while the descriptor is open."""
+    from torch.export.pt2_archive._package import package_pt2
+
+    descriptor = os.memfd_create(name, 0)
+    try:
+        with os.fdopen(os.dup(descriptor), "w+b") as f:
+            package_pt2(f, exported_programs={"model": ep}, extra_files=extra_files)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, f"/proc/self/fd/{descriptor}"

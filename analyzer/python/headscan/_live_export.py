@@ -1,0 +1,166 @@
+"""export(): a live torch.nn.Module (a transformers model as loaded, eager or SDPA attention)
+exported with torch.export to a .pt2 archive, on disk or in memory; scan() runs the C++ core on
+that archive for any nn.Module that is not a ScriptModule."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+from ._core import InputError, RunError
+from ._export import ExportError, ExportInputError
+from ._export.exporter import export_model, extra_files
+from ._export.metadata import choose_bos, model_positions, unpadded_tokenizer
+from ._export.pt2 import package, package_to_memory
+
+# The longest sequence an export allows when neither max_length nor the model's positions say (the
+# command line's --max-length-cap): the attention is T x T.
+DEFAULT_MAX_LENGTH = 1024
+
+
+class ExportedArchive(os.PathLike):
+    """A .pt2 archive held in memory (an anonymous file): ``path`` opens it while the object lives;
+    ``scan()`` takes it as a model, and ``save(path)`` writes it to a file."""
+
+    def __init__(self, descriptor: int, path: str, metadata: dict, layers: Optional[list]):
+        self._descriptor = descriptor
+        self.path = path
+        self.metadata = metadata  # headscan.json
+        self.layers = layers  # the model's layers (headscan.json "layers"), or None
+
+    def __fspath__(self) -> str:
+        if self._descriptor is None:
+            raise ValueError("the exported archive is closed")
+        return self.path
+
+    def save(self, path: Union[str, os.PathLike]) -> Path:
+        with open(self.__fspath__(), "rb") as source, open(path, "wb") as target:
+            while chunk := source.read(1 << 20):
+                target.write(chunk)
+        return Path(path)
+
+    def close(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
+
+    def __enter__(self) -> "ExportedArchive":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._descriptor is None else self.path
+        return f"<headscan.ExportedArchive {self.metadata.get('name', '')!r} ({state})>"
+
+
+def _tokenizer_text(tokenizer: Any) -> Optional[str]:
+    """tokenizer.json's text of a path, a tokenizers.Tokenizer or a fast transformers tokenizer."""
+    if tokenizer is None:
+        return None
+    if isinstance(tokenizer, (str, os.PathLike)):
+        try:
+            return Path(tokenizer).read_text(encoding="utf-8")
+        except OSError as error:
+            raise InputError(f"tokenizer={os.fspath(tokenizer)!r}: {error.strerror}") from None
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    if not hasattr(backend, "to_str"):
+        raise TypeError(f"tokenizer= takes a path, a tokenizers.Tokenizer or a fast transformers tokenizer, "
+                        f"not {type(tokenizer).__name__}")
+    return backend.to_str()
+
+
+def _max_length(module: Any, max_length: Optional[int]) -> int:
+    if max_length is not None:
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+            raise InputError(f"max_length={max_length!r}: give a whole number of tokens, at least 2")
+        return max_length
+    config = getattr(module, "config", None)
+    positions = model_positions(config) if config is not None and hasattr(config, "model_type") else None
+    return min(positions[0], DEFAULT_MAX_LENGTH) if positions else DEFAULT_MAX_LENGTH
+
+
+def _export(module: Any, tokenizer: Any, metadata: Optional[Mapping[str, Any]], max_length: Optional[int]):
+    """(Exported, tokenizer.json's text or None); the exporter's errors as headscan's."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module) or isinstance(module, torch.jit.ScriptModule):
+        raise InputError(f"export() takes a torch.nn.Module (a transformers model as loaded), not "
+                         f"{type(module).__name__}")
+    fields = dict(metadata or {})
+    text = _tokenizer_text(tokenizer)
+    parsed = unpadded_tokenizer(text) if text is not None else None
+    config = getattr(module, "config", None)
+    config = config if hasattr(config, "to_dict") else None
+    length = _max_length(module, fields.pop("max_length", max_length))
+    try:
+        if "bos_token" in fields:
+            bos_token = fields.pop("bos_token")
+        elif parsed is not None and config is not None:
+            bos_token = choose_bos(None, parsed, os.devnull, config)[0]
+        else:
+            bos_token = None
+    except ExportError as error:  # the template puts several tokens before the text
+        raise InputError(f"{error} (here: metadata={{\"bos_token\": TOKEN or None}})") from None
+    try:
+        fields.setdefault("name", getattr(config, "_name_or_path", None) or type(module).__name__)
+        causal = fields.pop("causal", None)
+        was_training = module.training
+        module.eval()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
+                exported = export_model(module, parsed, max_length=length, bos_token=bos_token, causal=causal,
+                                        causal_source="metadata", config=config, metadata=fields)
+        finally:
+            module.train(was_training)
+    except ExportInputError as error:
+        raise InputError(str(error)) from None
+    except ExportError as error:
+        raise RunError(str(error)) from None
+    return exported, text
+
+
+def export(module: Any, out: Union[str, os.PathLike, None] = None, *, tokenizer: Any = None,
+           metadata: Optional[Mapping[str, Any]] = None,
+           max_length: Optional[int] = None) -> Union[Path, ExportedArchive]:
+    """Exports ``module`` (a torch.nn.Module: a transformers model as loaded, eager or SDPA
+    attention) with torch.export to the .pt2 archive headscan analyses, as ``headscan export`` does
+    from a model directory: forward(input_ids, attention_mask) -> logits, batch and length dynamic
+    up to ``max_length`` (default: the model's positions, at most 1024), headscan's observer on every
+    attention, checked against the module at lengths across its blocks before it is written.
+
+    ``tokenizer``: a path of a tokenizer.json, a tokenizers.Tokenizer or a fast transformers
+    tokenizer, embedded as the archive's tokenizer.json. ``metadata``: fields of headscan.json
+    (``name``, ``bos_token``, ``causal``, …) over those chosen. ``out``: the path to write (a .pt2),
+    or None for an :class:`ExportedArchive` in memory, which ``scan()`` takes.
+
+    Raises InputError for a module that cannot be exported (with the reason) and RunError where a
+    check fails.
+    """
+    exported, text = _export(module, tokenizer, metadata, max_length)
+    files = extra_files(exported, text)
+    if out is None:
+        descriptor, path = package_to_memory(exported.program, files)
+        return ExportedArchive(descriptor, path, exported.metadata, exported.layers)
+    out = os.fspath(out)
+    if not out.endswith(".pt2"):
+        raise InputError(f"{out}: the archive's name must end in .pt2 (an exported program)")
+    package(out, exported.program, files)
+    return Path(out)
+
+
+def archive_for_scan(module: Any, tokenizer: Any, metadata: Optional[Mapping[str, Any]],
+                     max_length: Optional[int]) -> ExportedArchive:
+    """scan()'s archive of a live nn.Module: exported in memory, with ``metadata`` in headscan.json."""
+    if metadata:
+        json.dumps(dict(metadata))  # what headscan.json cannot hold is refused here, as for a ScriptModule
+    return export(module, None, tokenizer=tokenizer, metadata=metadata, max_length=max_length)
