@@ -94,8 +94,9 @@ std::string base64(const std::vector<unsigned char>& bytes) {
 }
 
 void write_attention_data(const std::filesystem::path& directory, const std::vector<ExampleSequence>& examples,
-                          const std::vector<ExampleSequence>& probes, const ViewerSelection& selection, int layers,
-                          int heads) {
+                          const std::vector<ExampleSequence>& probes, const ViewerSelection& selection,
+                          const std::vector<int>& map_layers, int heads) {
+  const int layers = static_cast<int>(map_layers.size());
   std::vector<const ExampleSequence*> chosen;
   for (std::size_t i = 0; i < selection.corpus_examples && i < examples.size(); ++i) chosen.push_back(&examples[i]);
   if (selection.probe && !probes.empty()) chosen.push_back(&probes.front());
@@ -121,13 +122,14 @@ void write_attention_data(const std::filesystem::path& directory, const std::vec
 
   for (int layer = 0; layer < layers; ++layer) {
     for (int head = 0; head < heads; ++head) {
-      std::string text = fmt::format("headscan.receive(\"L{}H{}\", [", layer, head);
+      const int named = map_layers[static_cast<std::size_t>(layer)];
+      std::string text = fmt::format("headscan.receive(\"L{}H{}\", [", named, head);
       for (std::size_t i = 0; i < chosen.size(); ++i) {
         if (i) text += ",\n";
         text += '"' + base64(quantize_head(*chosen[i], layer, head, triangular[i])) + '"';
       }
       text += "]);\n";
-      write_text_file(data / fmt::format("L{}H{}.js", layer, head), text);
+      write_text_file(data / fmt::format("L{}H{}.js", named, head), text);
     }
   }
 }

@@ -35,10 +35,11 @@ std::vector<unsigned char> quantize_head(const ExampleSequence& example, int lay
 
 std::string base64(const std::vector<unsigned char>& bytes);
 
-// Writes directory/data/examples.js and directory/data/L{l}H{h}.js for every head.
+// Writes directory/data/examples.js and directory/data/L{l}H{h}.js for every head, l the model's
+// index of the head's layer: `map_layers` holds it for each attention map of the examples.
 void write_attention_data(const std::filesystem::path& directory, const std::vector<ExampleSequence>& examples,
-                          const std::vector<ExampleSequence>& probes, const ViewerSelection& selection, int layers,
-                          int heads);
+                          const std::vector<ExampleSequence>& probes, const ViewerSelection& selection,
+                          const std::vector<int>& map_layers, int heads);
 
 struct ConfidentQuery {
   std::size_t example = 0;

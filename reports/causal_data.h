@@ -34,7 +34,7 @@ struct AblationSummary {
 
 // A head of a circuit and the drop of a probe score when it is removed.
 struct HeadLink {
-  int layer = 0;
+  int layer = 0;  // read_circuit(): the model's layer index; in ReportData: the attention map
   int head = 0;
   double drop = 0;
 

@@ -57,7 +57,7 @@ std::string head_link(const ReportData& data, const HeadLink& link, const std::s
   std::string labels;
   for (const auto& label : info.labels) labels += label_badge(label);
   if (info.labels.empty()) labels = label_badge("none");
-  return fmt::format("<td><a href=\"{0}{1}.html\">{1}</a></td><td>{2}</td>", prefix, link.id(), labels);
+  return fmt::format("<td><a href=\"{0}{1}.html\">{1}</a></td><td>{2}</td>", prefix, info.id(), labels);
 }
 
 // "induction" for "induction", "duplicate-token" for "duplicate_token".
@@ -299,7 +299,7 @@ std::string causal_head_section(const ReportData& data, const HeadInfo& info) {
     rows += fmt::format("<tr id=\"causal-importance-normalized\"><td>importance in its layer</td><td class=\"num\">{}</td>"
                         "<td class=\"num\">{} of {} <span class=\"note\">(in layer {})</span></td>"
                         "<td>importance divided by the ℓ2 norm of its layer's importances (§4.1)</td></tr>",
-                        significant(normalized->values[index]), above + 1, in_layer, info.layer);
+                        significant(normalized->values[index]), above + 1, in_layer, info.model_layer);
   }
   if (effect) {
     rows += fmt::format("<tr id=\"causal-ablation\"><td>ablation effect</td><td class=\"num\">{} nats</td><td class=\"num\">{}</td>"

@@ -159,7 +159,7 @@ std::string head_page(const nlohmann::ordered_json& document, const ReportData& 
   const std::string id = info.id();
   std::string html = page_start(id + " · " + name + " · headscan");
   html += fmt::format("<header class=\"top\"><h1 data-head-id=\"{0}\">{0}: layer {1}, head {2}</h1><div class=\"sub\">{3}",
-                      id, info.layer, info.head, escape_html(name));
+                      id, info.model_layer, info.head, escape_html(name));
   // Only a grouped-query model's heads share keys and values.
   if (info.kv_group && data.grouped_query) html += fmt::format(" · key/value group {}", *info.kv_group);
   html += " · ";
@@ -207,7 +207,7 @@ std::string head_page(const nlohmann::ordered_json& document, const ReportData& 
   }
   html += "</main>";
   const Json config = {{"page", "head"},       {"root", "../"},          {"id", id},
-                       {"layer", info.layer},  {"head", info.head},      {"layers", data.layers},
+                       {"layer", info.model_layer},  {"head", info.head},      {"layers", data.layers},
                        {"heads", data.heads},  {"stops", attention_stop_list()},
                        {"examples", contents.viewer.corpus_examples + (contents.viewer.probe ? 1 : 0)},
                        {"headInfo", Json::array({head_summary(data, info)})}};

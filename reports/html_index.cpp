@@ -1,5 +1,6 @@
 // index.html: the report's front page.
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "reports/html.h"
 #include "reports/html_causal.h"
 #include "reports/html_long_context.h"
+#include "reports/model_layers_json.h"
 #include "reports/palette.h"
 #include "reports/plots.h"
 #include "reports/text.h"
@@ -63,22 +65,41 @@ std::string lm_head_note(const Json& model) {
   return "<p class=\"note\"><strong>No logits.</strong> " + json_value_html(model["lm_head_note"]) + ".</p>";
 }
 
+// The model's card: "layers" a number (attention layers; of the model's N when some have no map)
+// rather than the list of heads.json, and why the layer numbering is the maps' order when it is.
+Json model_card(Json model, const ReportData& data) {
+  if (!model.is_object()) return model;
+  if (!data.model_layers.empty()) {
+    const std::size_t without_maps = data.layers_without_maps().size();
+    model["layers"] = without_maps == 0 ? Json(data.layers)
+                                        : Json(fmt::format("{} of {} have attention maps", data.layers, data.model_layers.size()));
+  }
+  return model;
+}
+
 std::string summary_section(const Json& document, const ReportData& data) {
   const Json model = document.value("model", Json::object());
   const Json corpus = document.value("corpus", Json::object());
   std::string html = "<section id=\"summary\"><h2>What was analysed</h2>";
-  html += fmt::format("<p>{} layers × {} heads = {} heads", data.layers, data.heads, data.layers * data.heads);
+  const std::size_t without_maps = data.layers_without_maps().size();
+  if (without_maps == 0) {
+    html += fmt::format("<p>{} layers × {} heads = {} heads", data.layers, data.heads, data.layers * data.heads);
+  } else {
+    html += fmt::format("<p>{} attention layers (of the model's {}: {} without an attention map) × {} heads = {} heads",
+                        data.layers, data.model_layers.size(), without_maps, data.heads, data.layers * data.heads);
+  }
   if (corpus.is_object() && corpus.contains("tokens")) {
     html += fmt::format(", {} tokens in {} sequences", json_value_html(corpus["tokens"]),
                         json_value_html(corpus.value("sequences", Json(nullptr))));
   }
   html += ".</p><div class=\"cards\">";
   html += "<div class=\"card\"><h3>Model</h3>" +
-          object_table(model, {{"name", "name"}, {"path", "file"}, {"layers", "layers"}, {"heads", "heads"},
+          object_table(model_card(model, data), {{"name", "name"}, {"path", "file"}, {"layers", "layers"}, {"heads", "heads"},
                                {"kv_heads", "key/value heads"}, {"causal", "causal"}, {"causal_source", "causal from"}, {"dtype", "dtype"},
                                {"capture", "attention captured from"}, {"tokenizer", "tokenizer"},
                                {"bos_token", "BOS token"}, {"max_length", "max length"},
-                               {"repeat_loss", "loss on repeated tokens"}, {"forward", "forward"}}) +
+                               {"repeat_loss", "loss on repeated tokens"}, {"forward", "forward"},
+                               {"layers_note", "layer numbering"}}) +
           lm_head_note(model) + "</div>";
   html += "<div class=\"card\"><h3>Corpus</h3>" +
           object_table(corpus, {{"path", "file"}, {"format", "format"}, {"lines", "lines"}, {"documents", "documents"},
@@ -113,6 +134,17 @@ std::vector<std::string> labels_present(const ReportData& data) {
   return present;
 }
 
+// The layers of the model that have no attention map (linear attention, state space, …), which
+// the head map has no row for; empty when every layer has one or the numbering is unknown.
+std::string layers_without_maps_note(const ReportData& data) {
+  const std::vector<std::string> names = data.layers_without_maps();
+  if (names.empty()) return {};
+  std::string list;
+  for (const std::string& name : names) list += (list.empty() ? "" : ", ") + escape_html(name);
+  return fmt::format("<p class=\"note\" id=\"layers-without-maps\">Layers without an attention map (not analysed, no "
+                     "row above): {}.</p>", list);
+}
+
 std::string grid_header(const ReportData& data, const std::string& cell_size) {
   std::string html = fmt::format("style=\"grid-template-columns: 3.2em repeat({}, {})\"><div></div>", data.heads, cell_size);
   for (int head = 0; head < data.heads; ++head) html += fmt::format("<div class=\"axis\">{}</div>", head);
@@ -128,7 +160,7 @@ std::string head_map_section(const ReportData& data, const ReportContents& conte
   const bool small = data.heads > 24;
   html += "<div class=\"grid headmap\" " + grid_header(data, small ? "22px" : "minmax(30px, 52px)");
   for (int layer = 0; layer < data.layers; ++layer) {
-    html += fmt::format("<div class=\"axis row\">L{}</div>", layer);
+    html += fmt::format("<div class=\"axis row\">L{}</div>", data.model_layer(layer));
     for (int head = 0; head < data.heads; ++head) {
       const HeadInfo& info = data.at(layer, head);
       const Rgb fill = label_colour(info.primary);
@@ -138,11 +170,11 @@ std::string head_map_section(const ReportData& data, const ReportContents& conte
       html += fmt::format(
           "<a class=\"cell\" href=\"heads/{0}.html\" data-head-id=\"{0}\" data-layer=\"{1}\" data-head=\"{2}\" "
           "aria-label=\"{0} {3}\" style=\"background:{4};color:{5}\"{7}>{6}</a>",
-          info.id(), layer, head, escape_html(info.primary), to_hex(fill), to_hex(text_colour_on(fill)), tag,
+          info.id(), info.model_layer, head, escape_html(info.primary), to_hex(fill), to_hex(text_colour_on(fill)), tag,
           map_cell_colours(data, info));
     }
   }
-  html += "</div>";
+  html += "</div>" + layers_without_maps_note(data);
   if (colour_switch.empty()) {
     html += label_legend(report_labels());
   } else {
@@ -160,8 +192,19 @@ std::string layers_section(const ReportData& data, const ReportContents& content
           "<thead><tr><th>layer</th>";
   for (const auto& label : present) html += "<th class=\"count\">" + label_badge(label) + "</th>";
   html += "<th>mean distance</th><th>mean entropy</th></tr></thead><tbody>";
+  std::size_t next_model_layer = 0;  // rows for the layers without attention maps, in the model's order
+  const auto rows_without_maps = [&](int before) {
+    for (; next_model_layer < data.model_layers.size() && data.model_layers[next_model_layer].index < before;
+         ++next_model_layer) {
+      const ModelLayer& model_layer = data.model_layers[next_model_layer];
+      if (model_layer.kind == kAttentionLayer) continue;
+      html += fmt::format("<tr class=\"no-map\"><td>{}</td><td colspan=\"{}\" class=\"note\">no attention map</td></tr>",
+                          escape_html(layer_label(model_layer)), present.size() + 2);
+    }
+  };
   for (int layer = 0; layer < data.layers; ++layer) {
-    html += fmt::format("<tr><td>{}</td>", layer);
+    rows_without_maps(data.model_layer(layer));
+    html += fmt::format("<tr><td>{}</td>", data.model_layer(layer));
     for (const auto& label : present) {
       int count = 0;
       for (int head = 0; head < data.heads; ++head) {
@@ -175,6 +218,7 @@ std::string layers_section(const ReportData& data, const ReportContents& content
     html += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                         format_number(data.layer_mean("mean_distance", layer)), format_number(data.layer_mean("entropy", layer)));
   }
+  rows_without_maps(std::numeric_limits<int>::max());
   html += "</tbody></table></div>";
   if (contents.plots) html += "<p><img class=\"plot\" src=\"plots/layers.png\" alt=\"label counts, mean distance and entropy per layer\"></p>";
   return html + "</section>\n";
@@ -194,7 +238,7 @@ std::string heads_table_section(const ReportData& data) {
   for (std::size_t i = 0; i < data.head_list.size(); ++i) {
     const HeadInfo& info = data.head_list[i];
     html += fmt::format("<tr><td data-sort=\"{}\"><a href=\"heads/{}.html\">{}</a></td><td class=\"num\">{}</td>", i,
-                        info.id(), info.id(), info.layer);
+                        info.id(), info.id(), info.model_layer);
     if (grouped) html += fmt::format("<td class=\"num\">{}</td>", info.kv_group ? std::to_string(*info.kv_group) : "—");
     html += "<td>" + label_badge(info.primary) + "</td><td>";
     for (std::size_t k = 1; k < info.labels.size(); ++k) html += label_badge(info.labels[k]);
@@ -222,10 +266,10 @@ std::string score_maps_section(const ReportData& data, const ReportContents& con
                         escape_html(column.name), escape_html(column.meaning));
     html += grid_header(data, cell);
     for (int layer = 0; layer < data.layers; ++layer) {
-      html += fmt::format("<div class=\"axis row\">{}</div>", layer);
+      html += fmt::format("<div class=\"axis row\">{}</div>", data.model_layer(layer));
       for (int head = 0; head < data.heads; ++head) {
         const auto& value = column.values[static_cast<std::size_t>(layer * data.heads + head)];
-        const std::string id = fmt::format("L{}H{}", layer, head);
+        const std::string id = data.at(layer, head).id();
         if (value) {
           html += fmt::format("<a href=\"heads/{0}.html\" title=\"{0}: {1}\" style=\"background:{2}\"></a>", id,
                               format_number(*value, 3), to_hex(score_colour(column, *value)));
@@ -251,10 +295,13 @@ std::string viewer_html(const ReportData& data, bool fixed_head) {
   std::string html = "<div class=\"viewer\"><div class=\"controls\"><label>example <select class=\"viewer-example\"></select></label>";
   if (!fixed_head) {
     html += "<label>layer <select class=\"viewer-layer\">";
-    for (int layer = 0; layer < data.layers; ++layer) html += fmt::format("<option value=\"{0}\">{0}</option>", layer);
+    for (int layer = 0; layer < data.layers; ++layer) {
+      html += fmt::format("<option value=\"{0}\">{0}</option>", data.model_layer(layer));
+    }
     html += "</select></label><label>head <select class=\"viewer-head\">";
     for (int head = 0; head < data.heads; ++head) html += fmt::format("<option value=\"{0}\">{0}</option>", head);
-    html += "</select></label><a class=\"viewer-link\" href=\"heads/L0H0.html\">open the head's page</a>";
+    html += fmt::format("</select></label><a class=\"viewer-link\" href=\"heads/{}.html\">open the head's page</a>",
+                        data.head_list.front().id());
   }
   html += "</div><div class=\"status\"></div><div class=\"readout\"></div><div class=\"panes\">"
           "<svg class=\"lines\" role=\"img\" aria-label=\"attention lines\"></svg>"
@@ -305,7 +352,7 @@ void write_index_page(const std::filesystem::path& directory, const nlohmann::or
   for (const auto& info : data.head_list) heads.push_back(head_summary(data, info));
   const Json config = {{"page", "index"},           {"root", ""},
                        {"layers", data.layers},     {"heads", data.heads},
-                       {"stops", attention_stop_list()}, {"initial", {{"layer", initial->layer}, {"head", initial->head}}},
+                       {"stops", attention_stop_list()}, {"initial", {{"layer", initial->model_layer}, {"head", initial->head}}},
                        {"examples", contents.viewer.corpus_examples + (contents.viewer.probe ? 1 : 0)},
                        {"headInfo", heads}};
   html += page_end(config);

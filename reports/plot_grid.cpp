@@ -8,6 +8,7 @@ namespace headscan {
 GridLayout make_grid_layout(const ReportData& data, double left, double top) {
   GridLayout grid;
   grid.layers = data.layers;
+  grid.layer_names = data.map_layers;
   grid.heads = data.heads;
   grid.left = left;
   grid.top = top;
@@ -34,7 +35,8 @@ void draw_grid_axes(PngCanvas& canvas, const GridLayout& grid, const std::string
   tick.anchor = Anchor::right;
   tick.baseline = Baseline::middle;
   for (int layer = 0; layer < grid.layers; layer += every) {
-    canvas.text(std::to_string(layer), grid.left - 5, grid.y(layer) + grid.cell / 2, tick);
+    canvas.text(std::to_string(grid.layer_names[static_cast<std::size_t>(layer)]), grid.left - 5,
+                grid.y(layer) + grid.cell / 2, tick);
   }
   TextStyle axis;
   axis.size = 12;

@@ -17,7 +17,7 @@ struct Panel {
 
 // The frame, title and axes of a panel whose value axis runs from 0 to `high`, with ticks at
 // `ticks` (four equal steps when empty), written with `digits` decimals.
-void draw_panel_frame(PngCanvas& canvas, const Panel& panel, int layers, const std::string& title, double high,
+void draw_panel_frame(PngCanvas& canvas, const Panel& panel, const std::vector<int>& layer_names, const std::string& title, double high,
                       int digits, std::vector<double> ticks = {}) {
   TextStyle heading;
   heading.size = 14;
@@ -41,10 +41,12 @@ void draw_panel_frame(PngCanvas& canvas, const Panel& panel, int layers, const s
   }
   tick.anchor = Anchor::center;
   tick.baseline = Baseline::top;
+  const int layers = static_cast<int>(layer_names.size());
   const double step = panel.width / std::max(layers, 1);
   const int every = static_cast<int>(std::ceil(18.0 / step));
   for (int layer = 0; layer < layers; layer += every) {
-    canvas.text(std::to_string(layer), panel.left + step * (layer + 0.5), panel.top + panel.height + 4, tick);
+    canvas.text(std::to_string(layer_names[static_cast<std::size_t>(layer)]), panel.left + step * (layer + 0.5),
+                panel.top + panel.height + 4, tick);
   }
   tick.size = 11;
   canvas.text("layer", panel.left + panel.width / 2, panel.top + panel.height + 18, tick);
@@ -73,7 +75,7 @@ void draw_line_panel(PngCanvas& canvas, const Panel& panel, const ReportData& da
     }
     high = 4 * step;
   }
-  draw_panel_frame(canvas, panel, data.layers, title, high, high >= 20 ? 0 : (high >= 4 ? 1 : 2));
+  draw_panel_frame(canvas, panel, data.map_layers, title, high, high >= 20 ? 0 : (high >= 4 ? 1 : 2));
   if (std::none_of(means.begin(), means.end(), [](const auto& m) { return m.has_value(); })) {
     TextStyle note;
     note.size = 12;
@@ -120,7 +122,7 @@ void plot_layer_summary(const ReportData& data, const std::filesystem::path& pat
 
   // Stacked bars of primary labels, bottom-up in label order.
   const std::vector<int> whole = count_ticks(data.heads);
-  draw_panel_frame(canvas, counts, data.layers, "Heads per layer by primary label", data.heads, 0,
+  draw_panel_frame(canvas, counts, data.map_layers, "Heads per layer by primary label", data.heads, 0,
                    std::vector<double>(whole.begin(), whole.end()));
   const double step = counts.width / data.layers;
   std::map<std::string, int> seen;

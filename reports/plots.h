@@ -57,6 +57,7 @@ ValueAxis round_value_axis(double min, double max, int ticks);
 // on top), heads columns.
 struct GridLayout {
   int layers = 0;
+  std::vector<int> layer_names;  // the model's index of each row (attention map)
   int heads = 0;
   double left = 0;
   double top = 0;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "heads/registry.h"
+#include "reports/model_layers_json.h"
 
 namespace headscan {
 
@@ -83,7 +84,7 @@ const CausalScore* causal_score(std::string_view name) {
 
 }  // namespace
 
-std::string HeadInfo::id() const { return fmt::format("L{}H{}", layer, head); }
+std::string HeadInfo::id() const { return fmt::format("L{}H{}", model_layer, head); }
 
 std::optional<std::size_t> ScoreColumn::rank(std::size_t index) const {
   if (!values[index]) return std::nullopt;
@@ -101,6 +102,14 @@ const ScoreColumn* ReportData::score(std::string_view name) const {
     if (column.name == name) return &column;
   }
   return nullptr;
+}
+
+std::vector<std::string> ReportData::layers_without_maps() const {
+  std::vector<std::string> names;
+  for (const ModelLayer& layer : model_layers) {
+    if (layer.kind != kAttentionLayer) names.push_back(layer_label(layer));
+  }
+  return names;
 }
 
 std::optional<double> ReportData::layer_mean(std::string_view score_name, int layer) const {
@@ -164,12 +173,20 @@ ReportData read_report_data(const Json& document) {
   const Json& entries = document["heads"];
   ReportData data;
   const Json model = document.value("model", Json::object());
-  data.layers = model.is_object() ? model.value("layers", 0) : 0;
+  LayerNumbering numbering;
+  if (model.is_object() && model.contains("layers")) {
+    DocumentLayers numbered = document_layers(model, "heads.json");
+    data.layers = numbered.maps;
+    numbering = std::move(numbered.numbering);
+    data.model_layers = numbering.layers;
+  }
   data.heads = model.is_object() ? model.value("heads", 0) : 0;
   const Json causal_field = model.is_object() ? model.value("causal", Json(true)) : Json(true);
   data.causal = !causal_field.is_boolean() || causal_field.get<bool>();
+  // A head's "layer" is the model's index; the report's rows are the attention maps.
+  const auto map_of = [&numbering](const Json& entry) { return numbering.map_of(entry.value("layer", -1)); };
   for (const auto& entry : entries) {
-    data.layers = std::max(data.layers, entry.value("layer", -1) + 1);
+    data.layers = std::max(data.layers, map_of(entry) + 1);
     data.heads = std::max(data.heads, entry.value("head", -1) + 1);
   }
   if (data.layers <= 0 || data.heads <= 0) throw std::runtime_error("heads.json lists no heads");
@@ -185,12 +202,14 @@ ReportData read_report_data(const Json& document) {
     for (int head = 0; head < data.heads; ++head) {
       auto& info = data.head_list[static_cast<std::size_t>(layer * data.heads + head)];
       info.layer = layer;
+      info.model_layer = numbering.model_index(layer);
       info.head = head;
     }
+    data.map_layers.push_back(numbering.model_index(layer));
   }
   std::vector<std::string> score_order;
   for (const auto& entry : entries) {
-    const int layer = entry.value("layer", -1);
+    const int layer = map_of(entry);
     const int head = entry.value("head", -1);
     if (layer < 0 || head < 0) continue;
     auto& info = data.head_list[static_cast<std::size_t>(layer * data.heads + head)];
@@ -271,7 +290,15 @@ ReportData read_report_data(const Json& document) {
 
   data.ablation = read_ablation(document);
   for (auto& info : data.head_list) {
-    if (info.entry) info.circuit = read_circuit(*info.entry, data.layers, data.heads);
+    if (!info.entry) continue;
+    // Links name the model's layer; the report indexes them by attention map.
+    const int model_layers = numbering.known() ? static_cast<int>(numbering.layers.size()) : data.layers;
+    info.circuit = read_circuit(*info.entry, model_layers, data.heads);
+    if (!info.circuit) continue;
+    auto& links = info.circuit->depends_on;
+    for (HeadLink& link : links) link.layer = numbering.map_of(link.layer);
+    links.erase(std::remove_if(links.begin(), links.end(), [](const HeadLink& link) { return link.layer < 0; }),
+                links.end());
   }
   for (const auto& info : data.head_list) {
     if (!info.circuit) continue;

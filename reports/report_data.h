@@ -12,13 +12,15 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analyzer/model/model_layers.h"
 #include "reports/causal_data.h"
 #include "reports/score_values.h"
 
 namespace headscan {
 
 struct HeadInfo {
-  int layer = 0;
+  int layer = 0;        // the attention map (capture order), the index into ReportData's per-head lists
+  int model_layer = 0;  // the model's own index of its layer (heads.json's "layer"), which the reports show
   int head = 0;
   std::optional<int> kv_group;
   std::string primary = "none";
@@ -28,7 +30,7 @@ struct HeadInfo {
   std::optional<Circuit> circuit;                   // induction and duplicate-token heads, with --ablation
   std::vector<HeadLink> depended_on_by;             // heads whose circuit lists this one, with their drop
 
-  std::string id() const;  // "L0H3"
+  std::string id() const;  // "L0H3", by the model's layer index
 };
 
 // One score as a number per head, for heatmaps, the sortable table and the colour scales.
@@ -47,8 +49,12 @@ struct ScoreColumn {
 };
 
 struct ReportData {
-  int layers = 0;
+  int layers = 0;  // attention maps: the rows of the head map
   int heads = 0;
+  // Every layer of the model as it numbers them (heads.json's model.layers), layers without an
+  // attention map included; empty when the model's numbering is unknown (then map m is layer m).
+  std::vector<ModelLayer> model_layers;
+  std::vector<int> map_layers;  // the model's index of each attention map
   std::vector<HeadInfo> head_list;  // layer-major: index layer * heads + head
   std::vector<ScoreColumn> scores;  // known scores in a fixed order, then unknown ones
   std::map<std::string, double> thresholds;  // heads.json "thresholds"
@@ -58,6 +64,10 @@ struct ReportData {
   std::optional<AblationSummary> ablation;   // heads.json "ablation" (--ablation)
 
   const HeadInfo& at(int layer, int head) const { return head_list[static_cast<std::size_t>(layer * heads + head)]; }
+  // The model's index of attention map `map`.
+  int model_layer(int map) const { return map_layers[static_cast<std::size_t>(map)]; }
+  // The layers without an attention map, as the reports name them ("3 linear attention").
+  std::vector<std::string> layers_without_maps() const;
   const ScoreColumn* score(std::string_view name) const;
   // Mean over the heads of `layer` that have a value, or nullopt.
   std::optional<double> layer_mean(std::string_view score_name, int layer) const;

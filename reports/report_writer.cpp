@@ -79,7 +79,7 @@ void write_reports(const std::filesystem::path& directory, const nlohmann::order
     std::vector<std::function<void()>> tasks;
     if (options.plots) add_plot_tasks(tasks, directory, data, examples, probes, contents);
     if (options.html) {
-      tasks.emplace_back([&] { write_attention_data(directory, examples, probes, contents.viewer, data.layers, data.heads); });
+      tasks.emplace_back([&] { write_attention_data(directory, examples, probes, contents.viewer, data.map_layers, data.heads); });
       tasks.emplace_back([&] { write_index_page(directory, heads, data, contents); });
       const auto pages = directory / "heads";
       std::filesystem::create_directories(pages);

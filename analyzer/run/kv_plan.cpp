@@ -10,6 +10,7 @@
 #include "analyzer/checked_file.h"
 #include "heads/streaming.h"
 #include "reports/heads_json.h"
+#include "reports/model_layers_json.h"
 
 namespace headscan {
 
@@ -27,7 +28,9 @@ void add_head_summary(nlohmann::ordered_json& document) {
 
   const auto& model = document.at("model");
   if (!model.at("causal").get<bool>()) return;
-  const int layers = model.at("layers").get<int>();
+  // The plan's rows are the attention layers (maps), in the model's order; heads name the model's layer.
+  const DocumentLayers numbered = document_layers(model, "heads.json");
+  const int layers = numbered.maps;
   const int query_heads = model.at("heads").get<int>();
   const int kv_heads = std::max(1, model.value("kv_heads", query_heads));
   const int group = std::max(1, query_heads / kv_heads);
@@ -39,7 +42,7 @@ void add_head_summary(nlohmann::ordered_json& document) {
                                              std::vector<std::string>(static_cast<std::size_t>(query_heads), "full"));
   std::vector<std::vector<int>> full(static_cast<std::size_t>(layers), std::vector<int>(static_cast<std::size_t>(kv_heads), 0));
   for (const auto& head : heads) {
-    const int layer = head.at("layer").get<int>();
+    const int layer = numbered.numbering.map_of(head.at("layer").get<int>());
     const int index = head.at("head").get<int>();
     if (layer < 0 || layer >= layers || index < 0 || index >= query_heads) continue;
     const bool keeps_all = has_label(head, "retrieval") || !has_label(head, "streaming");
@@ -87,7 +90,10 @@ void write_kv_plan_files(const nlohmann::ordered_json& document, const std::file
     tsv += fmt::format("{}\n", fmt::join(values, "\t"));
   }
   write_checked_file(directory / "full_attention_heads.tsv", tsv);
-  const nlohmann::ordered_json config{{"sink_size", plan.at("sink_size")}, {"recent_size", plan.at("recent_size")}};
+  nlohmann::ordered_json config{{"sink_size", plan.at("sink_size")}, {"recent_size", plan.at("recent_size")}};
+  // A model with layers without attention: the model's index of each row of the TSV.
+  const LayerNumbering& numbering = document_layers(document.at("model"), "heads.json").numbering;
+  if (numbering.attention_layers.size() != numbering.layers.size()) config["layers"] = numbering.attention_layers;
   write_checked_file(directory / "config.json", config.dump(2) + "\n");
 }
 

@@ -19,6 +19,7 @@
 #include "heads/streaming.h"
 #include "reports/heads_csv.h"
 #include "reports/heads_json.h"
+#include "reports/model_layers_json.h"
 #include "reports/report_writer.h"
 
 namespace headscan {
@@ -126,12 +127,15 @@ std::vector<ExampleSequence> load_examples(const std::vector<ShardState>& shards
   return examples;
 }
 
-// The merged heads: scores and labels from the summed statistics; the causal passes' scores and
-// circuits (shard 0's) carried over in the order a single run writes them.
+// The merged heads: scores and labels from the summed statistics, numbered by the model's layer
+// index as the shards were; the causal passes' scores and circuits (shard 0's) carried over in the
+// order a single run writes them.
 nlohmann::ordered_json merged_heads(const ClassifierSet& classifiers, const Thresholds& thresholds,
-                                    const nlohmann::ordered_json& first_document) {
+                                    const ShardState& first) {
+  const nlohmann::ordered_json& first_document = first.document;
   const int kv_heads = first_document.at("model").value("kv_heads", 0);
   nlohmann::ordered_json heads = classifiers.finalize(thresholds, kv_heads);
+  number_heads(heads, first.layer_numbering);
   const auto& shard_heads = first_document.at("heads");
   if (shard_heads.size() != heads.size()) {
     throw InputError("shard 0's heads.json does not match its statistics: the state is damaged; run the shard again");
@@ -191,7 +195,7 @@ MergeSummary run_merge(const MergeOptions& options) {
     corpus.sentences = counts.sentences;
     corpus.parsed_sentences = counts.parsed_sentences;
     document["thresholds"] = thresholds;
-    heads = merged_heads(classifiers, thresholds, first.document);
+    heads = merged_heads(classifiers, thresholds, first);
     std::vector<std::string> warnings = first.warnings;
     const auto more = count_warnings(section.at("path").get<std::string>(), corpus, counts.invalid_utf8_replacements,
                                      thresholds, 0);

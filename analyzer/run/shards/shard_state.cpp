@@ -13,6 +13,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/json_limits.h"
 #include "heads/saved_statistics.h"
+#include "reports/model_layers_json.h"
 
 namespace headscan {
 namespace {
@@ -370,7 +371,10 @@ ShardState parse_shard_state(const std::string& text, const std::string& where) 
   fields.version(state.document, "document");
   for (const char* section : {"model", "corpus", "probes", "thresholds"}) fields.object(state.document, section, "document");
   const auto& model = state.document.at("model");
-  if (fields.count(model, "layers", "document.model") != layers || fields.count(model, "heads", "document.model") != heads) {
+  DocumentLayers numbered = document_layers(model, where + ": document");
+  state.layer_numbering = std::move(numbered.numbering);
+  if (static_cast<std::uint64_t>(numbered.maps) != layers ||
+      fields.count(model, "heads", "document.model") != heads) {
     fields.fail("document.model's layers and heads are not those of shape");
   }
   state.probes = static_cast<std::int64_t>(fields.count(state.document.at("probes"), "count", "document.probes", kMaxProbes));

@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/model/model_layers.h"
 #include "heads/statistic_limits.h"
 
 namespace headscan {
@@ -81,6 +82,8 @@ struct ShardState {
   ShardCounts counts;
   nlohmann::json statistics;
   nlohmann::ordered_json document;
+  // document.model.layers: the model's own numbering of its layers, when the shard knew it.
+  LayerNumbering layer_numbering;
   std::vector<std::string> warnings;
   std::vector<SavedExample> examples;
   std::vector<SavedExample> probe_examples;
