@@ -14,6 +14,7 @@
 #include "analyzer/json_limits.h"
 #include "analyzer/model/model_metadata.h"
 #include "reports/heads_csv.h"
+#include "reports/model_layers_json.h"
 #include "reports/score_values.h"
 
 namespace headscan {
@@ -49,7 +50,7 @@ std::optional<std::int64_t> integer_member(const Json& object, const char* key, 
 }
 
 // The head entries of a run in layer-major order, each checked and with a kv_group.
-Json checked_heads(const Json& entries, int layers, int heads, const std::string& origin) {
+Json checked_heads(const Json& entries, int layers, int heads, const LayerNumbering& numbering, const std::string& origin) {
   const std::size_t count = static_cast<std::size_t>(layers) * static_cast<std::size_t>(heads);
   if (entries.size() != count) {
     throw InputError(fmt::format("{}: \"heads\" lists {} heads, but the model has {} layers × {} heads = {}; the report "
@@ -62,11 +63,19 @@ Json checked_heads(const Json& entries, int layers, int heads, const std::string
     const Json& entry = entries[index];
     const std::string where = fmt::format("{}: heads[{}]", origin, index);
     if (!entry.is_object()) throw InputError(fmt::format("{}: expected an object, found {}", where, quoted(entry)));
-    const auto layer = integer_member(entry, "layer", 0, layers - 1, where);
+    // "layer" is the model's index; heads are placed by attention map.
+    const int model_layers = numbering.known() ? static_cast<int>(numbering.layers.size()) : layers;
+    const auto model_layer = integer_member(entry, "layer", 0, model_layers - 1, where);
     const auto head = integer_member(entry, "head", 0, heads - 1, where);
-    if (!layer || !head) throw InputError(fmt::format("{}: expected \"layer\" and \"head\"; {}", where, kWhatToGive));
-    const std::size_t slot = static_cast<std::size_t>(*layer) * static_cast<std::size_t>(heads) + static_cast<std::size_t>(*head);
-    if (slots[slot]) throw InputError(fmt::format("{}: L{}H{} is listed twice; the report is damaged: run headscan again", where, *layer, *head));
+    if (!model_layer || !head) throw InputError(fmt::format("{}: expected \"layer\" and \"head\"; {}", where, kWhatToGive));
+    const int layer = numbering.map_of(static_cast<int>(*model_layer));
+    if (layer < 0) {
+      throw InputError(fmt::format("{}: layer {} has no attention map (model.layers gives its kind as \"{}\"); the "
+                                   "report is damaged: run headscan again",
+                                   where, *model_layer, numbering.layers[static_cast<std::size_t>(*model_layer)].kind));
+    }
+    const std::size_t slot = static_cast<std::size_t>(layer) * static_cast<std::size_t>(heads) + static_cast<std::size_t>(*head);
+    if (slots[slot]) throw InputError(fmt::format("{}: L{}H{} is listed twice; the report is damaged: run headscan again", where, *model_layer, *head));
     slots[slot] = &entry;
   }
   for (const Json* entry : slots) {
@@ -141,7 +150,15 @@ CompareRun parse_compare_run(const std::string& text, const std::string& origin)
   }
   Json& model = document["model"];
   const std::string where = origin + ": model";
-  const auto layers = integer_member(model, "layers", 1, kMaxCompareHeads, where);
+  std::optional<std::int64_t> layers;
+  LayerNumbering numbering;
+  if (model.contains("layers") && model["layers"].is_array()) {
+    DocumentLayers numbered = document_layers(model, where);
+    layers = numbered.maps;
+    numbering = std::move(numbered.numbering);
+  } else {
+    layers = integer_member(model, "layers", 1, kMaxCompareHeads, where);
+  }
   const auto heads = integer_member(model, "heads", 1, kMaxCompareHeads, where);
   if (!layers || !heads) throw InputError(fmt::format("{}: expected \"layers\" and \"heads\"; {}", where, kWhatToGive));
   if (*layers * *heads > kMaxCompareHeads) {
@@ -152,6 +169,7 @@ CompareRun parse_compare_run(const std::string& text, const std::string& origin)
   run.path = origin;
   run.layers = static_cast<int>(*layers);
   run.heads = static_cast<int>(*heads);
+  run.numbering = std::move(numbering);
   run.step = integer_member(model, "step", 0, kMaxMetadataStep, where);
   if (model.contains("repeat_loss")) {
     const Json& losses = model["repeat_loss"];
@@ -165,7 +183,7 @@ CompareRun parse_compare_run(const std::string& text, const std::string& origin)
   if (document.contains("ablation") && !document["ablation"].is_object()) {
     throw InputError(fmt::format("{}: expected \"ablation\" to be an object; {}", origin, kWhatToGive));
   }
-  document["heads"] = checked_heads(document["heads"], run.layers, run.heads, origin);
+  document["heads"] = checked_heads(document["heads"], run.layers, run.heads, run.numbering, origin);
   std::set<std::string> names;
   for (const Json& head : document["heads"]) {
     for (const auto& [name, value] : head["scores"].items()) {
@@ -230,7 +248,18 @@ Comparison make_comparison(std::vector<CompareRun> runs, const std::vector<std::
                                    run.given, run.layers, run.heads, runs.front().given, comparison.layers,
                                    comparison.heads));
     }
+    // Heads are matched by the model's own layer index: the runs must number their layers alike.
+    if (run.numbering.attention_layers != runs.front().numbering.attention_layers) {
+      const auto named = [](const CompareRun& r) {
+        return r.numbering.known() ? fmt::format("layers {}", fmt::join(r.numbering.attention_layers, ", "))
+                                   : std::string("layers numbered by the order of the attention maps");
+      };
+      throw InputError(fmt::format("{}: its attention maps are {}, but {} has {}: compare matches heads by the "
+                                   "model's layer index",
+                                   run.given, named(run), runs.front().given, named(runs.front())));
+    }
   }
+  comparison.numbering = runs.front().numbering;
   std::error_code error;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {

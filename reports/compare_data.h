@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/model/model_layers.h"
+
 namespace headscan {
 
 // Bounds on a run read from a file the user names: a heads.json larger than this, or with more
@@ -29,8 +31,9 @@ struct CompareRun {
   std::string name;   // the report directory's name; its path when two runs share a name
   std::optional<std::int64_t> step;  // model.step of heads.json, or from --steps
   std::string title;  // "step 1500" when the runs are in order of step, else the name
-  int layers = 0;
+  int layers = 0;  // attention maps
   int heads = 0;
+  LayerNumbering numbering;  // model.layers: the model's index of each map, when known
   // heads.json, checked: "model" an object; "heads" one object per head in layer-major order, each
   // with integer layer, head and kv_group, a string primary, an array of string labels and an
   // object of scores.
@@ -59,8 +62,11 @@ enum class RunOrder {
 struct Comparison {
   std::vector<CompareRun> runs;  // in order
   RunOrder order = RunOrder::given;
-  int layers = 0;
+  int layers = 0;  // attention maps: heads are indexed by map, named by the model's index
   int heads = 0;
+  LayerNumbering numbering;  // the runs' model.layers (one numbering for all)
+
+  int model_layer(int map) const { return numbering.model_index(map); }
   std::vector<std::string> score_names;  // every score of any run: the first run's order, then new ones
   std::vector<std::string> warnings;
 };

@@ -16,10 +16,10 @@ using Json = nlohmann::ordered_json;
 
 Json number_or_null(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
 
-Json label_changes_json(const std::vector<LabelChange>& changes) {
+Json label_changes_json(const Comparison& comparison, const std::vector<LabelChange>& changes) {
   Json list = Json::array();
   for (const LabelChange& change : changes) {
-    list.push_back({{"layer", change.layer},
+    list.push_back({{"layer", comparison.model_layer(change.layer)},
                     {"head", change.head},
                     {"from", change.from},
                     {"to", change.to},
@@ -55,7 +55,7 @@ Json compare_json(const Comparison& comparison) {
                   {"repeat_loss", found.repeat_loss.empty() ? Json(nullptr) : Json(found.repeat_loss)},
                   {"in_context_gap", number_or_null(found.in_context_gap)},
                   {"loss", number_or_null(found.loss)}};
-    entry["best_induction"] = found.best_induction ? Json{{"layer", found.best_layer}, {"head", found.best_head},
+    entry["best_induction"] = found.best_induction ? Json{{"layer", comparison.model_layer(found.best_layer)}, {"head", found.best_head},
                                                           {"score", *found.best_induction}}
                                                    : Json(nullptr);
     std::map<std::string, int> counts;
@@ -112,7 +112,7 @@ Json compare_json(const Comparison& comparison) {
         primary.push_back(entry["primary"]);
         circuit.push_back(entry.contains("circuit") ? entry["circuit"] : Json(nullptr));
       }
-      Json entry = {{"layer", layer}, {"head", head}, {"scores", std::move(scores)}, {"labels", std::move(labels)},
+      Json entry = {{"layer", comparison.model_layer(layer)}, {"head", head}, {"scores", std::move(scores)}, {"labels", std::move(labels)},
                     {"primary", std::move(primary)}, {"primary_changed", primary_changed(comparison, layer, head)}};
       if (circuits) entry["circuit"] = std::move(circuit);
       heads.push_back(std::move(entry));
@@ -132,8 +132,8 @@ Json compare_json(const Comparison& comparison) {
                             {"in_context_gap_above", kInContextGapFormed},
                             {"in_context_gap_run", at_run(change.gap_run)}}},
           {"heads", std::move(heads)},
-          {"label_changes", {{"consecutive", label_changes_json(consecutive_label_changes(comparison))},
-                             {"first_to_last", label_changes_json(overall_label_changes(comparison))}}},
+          {"label_changes", {{"consecutive", label_changes_json(comparison, consecutive_label_changes(comparison))},
+                             {"first_to_last", label_changes_json(comparison, overall_label_changes(comparison))}}},
           {"warnings", warnings}};
 }
 

@@ -87,7 +87,7 @@ std::string runs_section(const CompareView& view, const std::vector<std::string>
                         run.step ? std::to_string(*run.step) : "", run.step ? std::to_string(*run.step) : "—",
                         model.contains("name") && model["name"].is_string() ? escape_html(model["name"].get<std::string>()) : "—");
     html += fmt::format("<td class=\"num\" data-sort=\"{}\">{}</td><td>{}</td>", sort_value(found.best_induction),
-                        format_number(found.best_induction), found.best_induction ? head_id(found.best_layer, found.best_head) : "—");
+                        format_number(found.best_induction), found.best_induction ? head_id(comparison.model_layer(found.best_layer), found.best_head) : "—");
     std::vector<std::string> repeats;
     for (const double loss : found.repeat_loss) repeats.push_back(format_number(loss, 2));
     html += fmt::format("<td class=\"num\" data-sort=\"{}\">{}</td><td>{}</td>", sort_value(found.in_context_gap),
@@ -129,7 +129,7 @@ std::string maps_section(const CompareView& view, const CompareReportOptions& op
                         run, run == last ? "" : " hidden", comparison.heads, small ? "22px" : "minmax(30px, 52px)");
     for (int head = 0; head < comparison.heads; ++head) html += fmt::format("<div class=\"axis\">{}</div>", head);
     for (int layer = 0; layer < comparison.layers; ++layer) {
-      html += fmt::format("<div class=\"axis row\">L{}</div>", layer);
+      html += fmt::format("<div class=\"axis row\">L{}</div>", comparison.model_layer(layer));
       for (int head = 0; head < comparison.heads; ++head) {
         const HeadInfo& info = view.runs[run].at(layer, head);
         const bool changed = run > 0 && view.runs[run - 1].at(layer, head).primary != info.primary;
@@ -167,7 +167,7 @@ std::string changes_table(const Comparison& comparison, const std::vector<LabelC
     for (const std::string& label : change.removed) removed += label_badge(label);
     html += fmt::format("<tr><td data-sort=\"{}\">{}</td><td data-sort=\"{}\">{}</td><td data-sort=\"{}\">{}</td><td>{}</td>"
                         "<td>{}</td><td>{}</td><td>{}</td></tr>",
-                        change.layer * comparison.heads + change.head, head_id(change.layer, change.head), change.from,
+                        change.layer * comparison.heads + change.head, head_id(comparison.model_layer(change.layer), change.head), change.from,
                         escape_html(run_title(comparison.runs[change.from])), change.to,
                         escape_html(run_title(comparison.runs[change.to])), label_badge(change.primary_before),
                         label_badge(change.primary_after), added, removed);
@@ -208,15 +208,15 @@ std::string diff_section(const CompareView& view, const CompareReportOptions& op
                         escape_html(diff->name), comparison.heads, cell);
     for (int head = 0; head < comparison.heads; ++head) html += fmt::format("<div class=\"axis\">{}</div>", head);
     for (int layer = 0; layer < comparison.layers; ++layer) {
-      html += fmt::format("<div class=\"axis row\">{}</div>", layer);
+      html += fmt::format("<div class=\"axis row\">{}</div>", comparison.model_layer(layer));
       for (int head = 0; head < comparison.heads; ++head) {
         const auto& change = diff->change[static_cast<std::size_t>(layer) * static_cast<std::size_t>(comparison.heads) +
                                           static_cast<std::size_t>(head)];
         if (change) {
-          html += fmt::format("<span title=\"{}: {}\" style=\"background:{}\"></span>", head_id(layer, head),
+          html += fmt::format("<span title=\"{}: {}\" style=\"background:{}\"></span>", head_id(comparison.model_layer(layer), head),
                               signed_text(change, 3), to_hex(diverging((*change / largest + 1) / 2)));
         } else {
-          html += fmt::format("<span class=\"missing\" title=\"{}: no value\"></span>", head_id(layer, head));
+          html += fmt::format("<span class=\"missing\" title=\"{}: no value\"></span>", head_id(comparison.model_layer(layer), head));
         }
       }
     }
@@ -237,7 +237,7 @@ std::string diff_section(const CompareView& view, const CompareReportOptions& op
     for (int head = 0; head < comparison.heads; ++head) {
       const std::size_t index = static_cast<std::size_t>(layer) * static_cast<std::size_t>(comparison.heads) +
                                 static_cast<std::size_t>(head);
-      html += fmt::format("<tr><td data-sort=\"{}\">{}</td><td>{}</td><td>{}</td>", index, head_id(layer, head),
+      html += fmt::format("<tr><td data-sort=\"{}\">{}</td><td>{}</td><td>{}</td>", index, head_id(comparison.model_layer(layer), head),
                           label_badge(view.runs.front().at(layer, head).primary),
                           label_badge(view.runs.back().at(layer, head).primary));
       for (const ScoreDiff& diff : view.diffs) {

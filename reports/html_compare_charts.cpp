@@ -97,7 +97,7 @@ std::string phase_svg(const CompareView& view, std::size_t& points) {
       markers += fmt::format("<circle class=\"point induction\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4.5\" fill=\"{}\">"
                              "<title>{}: best induction score {} ({})</title></circle>",
                              x, y, to_hex(colours.induction), title, format_number(found.best_induction, 3),
-                             head_id(found.best_layer, found.best_head));
+                             head_id(view.comparison->model_layer(found.best_layer), found.best_head));
       ++points;
     }
   }
@@ -127,7 +127,7 @@ std::string multiples_svg(const CompareView& view, const Trajectory& trajectory)
   const int layer_every = static_cast<int>(std::ceil(12.0 / (cell_height + gap)));
   for (int layer = 0; layer < comparison.layers; layer += layer_every) {
     svg += fmt::format("<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">L{}</text>", left - 4,
-                       top + layer * (cell_height + gap) + cell_height / 2 + 4, layer);
+                       top + layer * (cell_height + gap) + cell_height / 2 + 4, comparison.model_layer(layer));
   }
   auto y_of = [&](double value) {
     return cell_height - 2 - trajectory.fraction(value) * (cell_height - 4);
@@ -139,7 +139,7 @@ std::string multiples_svg(const CompareView& view, const Trajectory& trajectory)
       const bool changed = view.primary_changed[index];
       svg += fmt::format("<g class=\"trajectory{}\" data-head-id=\"{} · {}\" transform=\"translate({:.1f} {:.1f})\">"
                          "<rect width=\"{:.0f}\" height=\"{:.0f}\"/>",
-                         changed ? " changed" : "", head_id(layer, head), escape_html(trajectory.name),
+                         changed ? " changed" : "", head_id(comparison.model_layer(layer), head), escape_html(trajectory.name),
                          left + head * (cell_width + gap), top + layer * (cell_height + gap), cell_width, cell_height);
       if (trajectory.threshold && *trajectory.threshold > trajectory.low && *trajectory.threshold < trajectory.high) {
         svg += fmt::format("<line class=\"threshold\" x1=\"1\" x2=\"{:.0f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>", cell_width - 1,
@@ -206,7 +206,7 @@ std::string trajectories_section(const CompareView& view, const CompareReportOpt
         for (std::size_t run = 0; run < view.run_count(); ++run) {
           scores.push_back({valid_utf8(run_title(comparison.runs[run])), format_number(trajectory.values[index][run], 3)});
         }
-        head_info.push_back({{"id", fmt::format("{} · {}", head_id(layer, head), valid_utf8(trajectory.name))},
+        head_info.push_back({{"id", fmt::format("{} · {}", head_id(comparison.model_layer(layer), head), valid_utf8(trajectory.name))},
                              {"labels", {primary_path(comparison, layer, head)}},
                              {"scores", std::move(scores)}});
       }

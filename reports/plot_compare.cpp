@@ -200,7 +200,7 @@ void plot_trajectories(const CompareView& view, const Trajectory& trajectory, co
   tick.baseline = Baseline::middle;
   const int layer_every = static_cast<int>(std::ceil(14.0 / (layout.height + layout.gap)));
   for (int layer = 0; layer < comparison.layers; layer += layer_every) {
-    canvas.text("L" + std::to_string(layer), layout.left - 6, layout.y(layer) + layout.height / 2, tick);
+    canvas.text("L" + std::to_string(comparison.model_layer(layer)), layout.left - 6, layout.y(layer) + layout.height / 2, tick);
   }
 
   cairo_t* cairo = canvas.cairo();
