@@ -23,15 +23,14 @@ or whose program is exact at some lengths only, is refused with the reason (exit
 """
 
 import argparse
-import os
 import sys
 import warnings
 
 from . import ExportError, ExportInputError
 from .exporter import export_model, extra_files
+from .layers import describe_layers
 from .metadata import choose_bos, choose_max_length, default_name, load_tokenizer_json, unpadded_tokenizer
 from .model import check_size, load_model, read_config, refuse_encoder_decoder
-from .program import describe_layers
 from .pt2 import package
 
 PROG = "headscan export"

@@ -111,7 +111,8 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
             causal, causal_source = checks.measure_causal(recorder.attentions), "measured on the program's attention"
         check_shapes(recorder, wrapper, example_inputs[0].shape, batches, pad_id, takes_mask, dtype)
         exact = check_lengths(recorder, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype, blocks=blocks,
-                              lengths=lengths, exact={len(row) for rows in batches for row in rows})
+                              lengths=lengths, exact={len(row) for rows in batches for row in rows},
+                              example_length=example[0])
         if takes_mask:
             check_padding(recorder, numbers, batches[0], pad_id, dtype)
         output = wrapper(*example_inputs)

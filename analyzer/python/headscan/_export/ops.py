@@ -97,7 +97,10 @@ def define():
             library.define(schema)
             library.impl(name, kernels[name], "CompositeExplicitAutograd")
             _LIBRARIES.append(library)
-        if not _has_fake(f"headscan::{name}"):
+        # A C++ kernel registered for CompositeImplicitAutograd (TORCH_LIBRARY's def with a
+        # function) stands for the fake one too; torch refuses a second.
+        composite = torch._C._dispatch_has_kernel_for_dispatch_key(f"headscan::{name}", "CompositeImplicitAutograd")
+        if not composite and not _has_fake(f"headscan::{name}"):
             library = torch.library.Library("headscan", "FRAGMENT")
             torch.library.register_fake(f"headscan::{name}", fakes[name], lib=library)
             _LIBRARIES.append(library)

@@ -11,12 +11,17 @@ Each carries the model's own index of its layer: the layer stack is the ModuleLi
 attention modules (model.layers), found from the observers' module paths (nn_module_stack).
 """
 
+import contextlib
+import io
+import logging
 import re
+import sys
 
 import torch
 from torch.export import Dim
 
 from . import ExportError, ExportInputError
+from .layers import layer_stack, model_layers
 from .ops import define
 
 SOFTMAX = {torch.ops.aten.softmax.int, torch.ops.aten._softmax.default}
@@ -26,14 +31,6 @@ SDPA_ARGUMENTS = (("query", None), ("key", None), ("value", None), ("attn_mask",
 # Attention computed by one kernel that gives no probabilities (and no math form to rewrite it to).
 FUSED = re.compile(r"flash|efficient_attention|cudnn_attention|_native_multi_head_attention|flex_attention|"
                    r"_scaled_dot_product_(?!attention_math)")
-# The kinds of layers without a softmax attention map, from their modules' class names (the first
-# that matches), else from config.layer_types.
-KINDS = (("linear attention", re.compile(r"GatedDeltaNet|DeltaNet|LinearAttention|LinearAttn|Lightning|Retention|"
-                                         r"RWKV|GatedLinear", re.I)),
-         ("state space", re.compile(r"Mamba|SSM|S4|Mixer", re.I)),
-         ("convolution", re.compile(r"ShortConv|Conv|Hyena", re.I)))
-LAYER_TYPES = (("linear attention", re.compile(r"linear")), ("state space", re.compile(r"mamba|ssm|state")),
-               ("convolution", re.compile(r"conv")), ("attention", re.compile(r"attention")))
 
 
 def export_wrapper(wrapper, example_inputs, max_length):
@@ -41,10 +38,49 @@ def export_wrapper(wrapper, example_inputs, max_length):
     to max_length; a failure is ExportInputError with the reason in the user's terms."""
     length = Dim.DYNAMIC(min=2, max=max_length) if max_length > 2 else None
     shape = {0: Dim.DYNAMIC, 1: length} if length is not None else {0: Dim.DYNAMIC}
+    # torch.export logs what it could not trace (graphs, guards) before raising; the reason is
+    # said once, below.
+    loggers = [logging.getLogger(name) for name in ("torch.fx.experimental.symbolic_shapes", "torch._dynamo",
+                                                    "torch.export", "torch._export")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    printed = io.StringIO()  # torch.export prints the partial graph of a failure
     try:
-        return torch.export.export(wrapper, tuple(example_inputs), dynamic_shapes=(shape,) * len(example_inputs))
+        with contextlib.redirect_stderr(printed):
+            ep = torch.export.export(wrapper, tuple(example_inputs), dynamic_shapes=(shape,) * len(example_inputs))
     except Exception as e:  # noqa: BLE001 - torch.export's many failures, said in the user's terms
         raise ExportInputError(export_failure(e)) from e
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+    sys.stderr.write(printed.getvalue())
+    refuse_narrowed_length(ep, max_length)
+    return ep
+
+
+def input_length(ep):
+    """The symbolic length of the program's input_ids (its second dimension)."""
+    inputs = [node for node in ep.graph.nodes if node.op == "placeholder" and node.name in ep.graph_signature.user_inputs]
+    return inputs[0].meta["val"].shape[1]
+
+
+def refuse_narrowed_length(ep, max_length):
+    """A Python branch on the length narrows the lengths the program takes (a model that computes
+    otherwise above N tokens is exported for 2..N): refused, naming the lengths it holds."""
+    length = input_length(ep)
+    if not isinstance(length, torch.SymInt):
+        return
+    ranges = ep.range_constraints.get(length.node.expr)
+    if ranges is None:
+        return
+    lower, upper = ranges.lower, ranges.upper
+    if (upper.is_finite and int(upper) < max_length) or (lower.is_finite and int(lower) > 2):
+        held = f"{int(lower)} to {int(upper) if upper.is_finite else 'any number of'}"
+        raise ExportInputError(f"data-dependent control flow: the model's forward takes a Python branch on the "
+                               f"sequence's length, so the exported program holds lengths of {held} tokens only, "
+                               f"not up to max_length {max_length}" +
+                               (f"; --max-length {int(upper)} exports it for those" if upper.is_finite else ""))
 
 
 def first_lines(text, count=3):
@@ -58,7 +94,7 @@ def export_failure(error):
     from torch.fx.experimental import symbolic_shapes
 
     name = type(error).__name__
-    message = first_lines(error)
+    message = first_lines(error, 1)
     data_dependent = (symbolic_shapes.GuardOnDataDependentSymNode,)
     if isinstance(error, data_dependent) or "data-dependent" in message or "data dependent" in message:
         return ("data-dependent control flow: the model's forward branches in Python on the values of a tensor, "
@@ -139,69 +175,12 @@ def fused_attention(graph):
                    if node.op == "call_function" and FUSED.search(str(node.target))})
 
 
-def layer_stack(model, paths):
-    """(the ModuleList path, {observer path: index}) of the layer stack holding the observers'
-    modules (the first ModuleList on each path), or (None, {}) when no ModuleList holds them."""
-    stacks, indexes = set(), {}
-    for path in paths:
-        parts = path.split(".") if path else []
-        module = model
-        for depth, part in enumerate(parts):
-            child = getattr(module, part, None) if not part.isdigit() else None
-            if part.isdigit() and isinstance(module, torch.nn.ModuleList):
-                stacks.add(".".join(parts[:depth]))
-                indexes[path] = int(part)
-                break
-            if child is None:
-                break
-            module = child
-    outside = [p for p in paths if p not in indexes]
-    if not stacks:
-        return None, {}
-    if len(stacks) > 1 or outside:
-        where = sorted(stacks) + [f"{p or 'the model itself'} (in no layer list)" for p in sorted(set(outside))]
-        raise ExportInputError(f"the model's attentions are in more than one stack of layers ({', '.join(where)}); "
-                               "headscan analyses one stack")
-    return stacks.pop(), indexes
-
-
-def layer_kind(layer, layer_type):
-    for kind, pattern in KINDS:
-        if any(pattern.search(type(module).__name__) for module in layer.modules()):
-            return kind
-    if isinstance(layer_type, str):
-        for kind, pattern in LAYER_TYPES:
-            if pattern.search(layer_type) and kind != "attention":
-                return kind
-    return "none"
-
-
-def model_layers(model, stack, observed, config=None):
-    """[{"index", "path", "kind"}] of every layer of the stack; `observed` the indexes with an
-    observer."""
-    layers = model.get_submodule(stack)
-    types = getattr(config, "layer_types", None) if config is not None else None
-    if config is not None and hasattr(config, "get_text_config") and types is None:
-        types = getattr(config.get_text_config(), "layer_types", None)
-    result = []
-    for index, layer in enumerate(layers):
-        if index in observed:
-            kind = "attention"
-        else:
-            layer_type = types[index] if isinstance(types, (list, tuple)) and index < len(types) else None
-            kind = layer_kind(layer, layer_type)
-        result.append({"index": index, "path": f"{stack}.{index}", "kind": kind})
-    return result
-
-
 def place_observers(ep, model, prefix, config=None):
     """Places the observers in `ep`'s graph (in place) and returns the model's layers (None when no
     layer stack holds the attentions: the observers are then numbered in graph order)."""
     observe, attention = define()
     graph = ep.graph_module.graph
-    inputs = [node for node in graph.nodes if node.op == "placeholder"
-              and node.name in ep.graph_signature.user_inputs]
-    length = inputs[0].meta["val"].shape[1]
+    length = input_length(ep)
     fused = fused_attention(graph)
     if fused:
         raise ExportInputError(f"fused attention with no math form: the program calls {', '.join(fused)}, which "
@@ -269,26 +248,3 @@ def exported_program(wrapper, example_inputs, max_length, config=None):
                           "headscan's operators were decomposed (their C++ kernels must be registered for "
                           "CompositeExplicitAutograd)")
     return ep, layers, numbers
-
-
-def describe_layers(layers, numbers):
-    """"8 (attention: 3, 7; linear attention: 0-2, 4-6)" for the export's summary."""
-    if layers is None:
-        return f"{len(numbers)} attention maps, numbered in the program's order (no layer list found)"
-    by_kind = {}
-    for layer in layers:
-        by_kind.setdefault(layer["kind"], []).append(layer["index"])
-    order = ["attention", "linear attention", "state space", "convolution", "none"]
-    parts = [f"{kind}: {ranges(by_kind[kind])}" for kind in order if kind in by_kind]
-    return f"{len(layers)} ({'; '.join(parts)})"
-
-
-def ranges(indexes):
-    spans, start = [], None
-    for i, index in enumerate(indexes):
-        if start is None:
-            start = index
-        if i + 1 == len(indexes) or indexes[i + 1] != index + 1:
-            spans.append(str(start) if start == index else f"{start}-{index}")
-            start = None
-    return ", ".join(spans)

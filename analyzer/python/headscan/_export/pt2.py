@@ -10,8 +10,6 @@ checked are the program's own: its observers are run here by Python functions th
 import os
 import tempfile
 
-import torch
-
 from . import ExportError, ExportInputError, checks
 from .model import example_rows, padded_batch
 from .ops import attention_math, define
@@ -66,25 +64,34 @@ def check_shapes(program, wrapper, example_shape, batches, pad_id, takes_mask, d
                                    "flow (the model's forward depends in Python on the example's shape or values)")
 
 
-def check_lengths(program, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype, *, blocks, lengths, exact):
+def check_lengths(program, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype, *, blocks, lengths, exact,
+                  example_length):
     """The program gives the model's output at every length of `lengths`; refused (exit 2) at the
-    first where it does not, with the longest length where it did."""
+    first where it does not, naming the longest length where it is exact."""
     exact = sorted(exact)
-    for length in lengths:
+
+    def differs(length):
         ids, mask = padded_batch(example_rows(tokenizer, bos_id, [length], vocab_size), pad_id)
-        found = checks.difference(program, wrapper, (ids, mask) if wrapper.takes_mask else (ids,), dtype)
+        return checks.difference(program, wrapper, (ids, mask) if wrapper.takes_mask else (ids,), dtype)
+
+    for length in lengths:
+        found = differs(length)
         if found:
+            # A branch on the length taken at a block's multiple (its padding left out) fails at the
+            # multiple itself: the length before it may still be exact.
+            if length - 1 > exact[-1] and length - 1 not in lengths and not differs(length - 1):
+                exact.append(length - 1)
             last = exact[-1]
             crossed = [(size, what) for size, what in sorted(blocks.items(), reverse=True)
-                       if (last - 1) // size < (length - 1) // size]
-            across = (f"; between {last} and {length} tokens the sequence crosses a block of {crossed[0][0]} "
-                      f"tokens ({crossed[0][1]})") if crossed else ""
+                       if (last - 1) // size < (length - 1) // size or last // size < length // size]
+            block = f" (a block of {crossed[0][0]} tokens: {crossed[0][1]})" if crossed else ""
+            guard = "Guard failed" in found
             raise ExportInputError(
-                f"data-dependent control flow: the exported program gives the model's output at "
-                f"{', '.join(map(str, exact))} tokens but not at {length} ({found}){across}: the model's forward "
-                f"depends on the length in Python (a loop over blocks, fixed by torch.export at the example's "
-                f"length), so the program would be wrong on longer sequences; --max-length {last} limits the export "
-                "to lengths where it is exact")
+                f"data-dependent control flow: the model's forward takes a Python branch on the sequence's length"
+                f"{block}, which torch.export fixed at the example's {example_length} tokens: the exported program "
+                f"is exact at {', '.join(map(str, exact))} tokens but not at {length} "
+                f"({'it refuses that length' if guard else found}); --max-length {last} limits the export to "
+                "lengths where it is exact")
         exact.append(length)
     return exact
 
