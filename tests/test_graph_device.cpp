@@ -1,12 +1,12 @@
 // A graph traced on the CPU names the CPU in its device constants; a run on a GPU rewrites them
-// (analyzer/model/graph_device.h). Rewriting the IR needs no GPU: only running it would.
+// (analyzer/model/torchscript/graph_device.h). Rewriting the IR needs no GPU: only running it would.
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/torch.h>
 // LibTorch's glog defines CHECK as an abort; the tests mean Catch's.
 #undef CHECK
 #include <catch2/catch.hpp>
 
-#include "analyzer/model/graph_device.h"
+#include "analyzer/model/torchscript/graph_device.h"
 
 namespace {
 

@@ -1,17 +1,8 @@
 #pragma once
-// Attention capture by graph instrumentation (DESIGN.md, "Model contract"). Internal to the
-// analyzer: includes LibTorch's IR headers, so only model.cpp and tests include it.
-//
-// instrument_graph() rewrites an inlined forward graph:
-//   * after every aten::softmax, headscan::observe_softmax(probs, dim) passes the tensor on and,
-//     during a CaptureScope, hands it to the callback when it is attention over keys;
-//   * every aten::scaled_dot_product_attention becomes headscan::eager_attention, its eager form
-//     (scores, mask, softmax, matmul; eager_attention.h), whose probabilities are observed like a
-//     softmax's;
-//   * before every other fused attention op, headscan::fused_attention_guard(x, op) stops the run
-//     if the op actually executes (it may sit in a branch that is never taken);
-//   * before every aten::embedding indexed directly by the input ids,
-//     headscan::check_token_ids(ids, weight) reports ids beyond the embedding.
+// Attention capture (DESIGN.md, "Model contract"), shared by both formats: the observer that
+// each attention's probabilities pass through inside the model (headscan::observe_softmax in a
+// TorchScript graph, torchscript/graph_capture.h; headscan::observe and headscan::attention in an
+// exported program), and the scope that hands them to the caller. Internal to analyzer/model.
 
 #include <cstdint>
 #include <exception>
@@ -19,21 +10,11 @@
 #include <string>
 #include <vector>
 
-#include <torch/csrc/jit/ir/ir.h>
+#include <ATen/core/Tensor.h>
 
 #include "analyzer/model/model.h"
 
 namespace headscan {
-
-struct InstrumentationSummary {
-  int softmax_nodes = 0;           // aten::softmax nodes observed
-  int rewritten_attention = 0;     // aten::scaled_dot_product_attention nodes in eager form
-  int embedding_guards = 0;
-  std::vector<std::string> fused_ops;  // kinds of fused attention ops found (maybe never run)
-};
-
-// `graph` must already be inlined. Its input 1 is taken to be input_ids.
-InstrumentationSummary instrument_graph(torch::jit::Graph& graph);
 
 struct CaptureState;
 
@@ -42,6 +23,11 @@ struct CaptureState;
 // head scales; otherwise returns it unchanged. For code that computes attention itself
 // (headscan::eager_attention).
 at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim);
+
+// For the graph's guard ops: whether a CaptureScope is alive on this thread, and ending its
+// forward call with `error` (rethrown by CaptureScope::rethrow_captured_error with its own type).
+bool capture_running();
+[[noreturn]] void fail_capture(std::exception_ptr error);
 
 // While alive, captured attention of the current thread goes to `on_attention`. One forward call
 // per scope: layers are numbered from 0 in execution order.

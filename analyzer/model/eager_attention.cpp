@@ -5,20 +5,12 @@
 #include <optional>
 
 #include <fmt/format.h>
-#include <torch/library.h>
-#include <torch/script.h>
+#include <ATen/ATen.h>
 
 #include "analyzer/errors.h"
 #include "analyzer/model/capture.h"
 
 namespace headscan {
-namespace {
-
-// The schema of aten::scaled_dot_product_attention (torch 2.5 on; older archives are read with
-// its defaults filled in), with the keyword-only arguments as plain ones.
-constexpr const char* kEagerAttentionSchema =
-    "headscan::eager_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float dropout_p, "
-    "bool is_causal, float? scale, bool enable_gqa) -> Tensor";
 
 // PyTorch's math backend (aten/src/ATen/native/transformers/attention.cpp,
 // _scaled_dot_product_attention_math), without dropout.
@@ -65,24 +57,6 @@ at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const
   at::Tensor probs = at::_safe_softmax(scores, /*dim=*/-1);
   probs = observe_softmax(probs, /*dim=*/-1);
   return at::matmul(probs, values);
-}
-
-TORCH_LIBRARY_FRAGMENT(headscan, m) {
-  m.def(torch::schema(kEagerAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA), eager_attention);
-}
-
-}  // namespace
-
-bool rewrite_scaled_dot_product_attention(torch::jit::Graph& graph, torch::jit::Node* node) {
-  static const auto eager = c10::Symbol::fromQualString("headscan::eager_attention");
-  if (node->inputs().size() != 8 || node->outputs().size() != 1) return false;
-  torch::jit::Node* replacement = graph.create(eager, node->inputs(), 1);
-  replacement->insertBefore(node);
-  replacement->output()->setType(node->output()->type());
-  replacement->output()->copyMetadata(node->output());
-  node->output()->replaceAllUsesWith(replacement->output());
-  node->destroy();
-  return true;
 }
 
 }  // namespace headscan

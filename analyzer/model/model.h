@@ -1,6 +1,6 @@
 #pragma once
-// A TorchScript model loaded and instrumented for attention capture (see DESIGN.md, "Model
-// contract"). The LibTorch module lives behind a pointer so that this header stays light.
+// A model loaded and instrumented for attention capture (see DESIGN.md, "Model contract"), behind
+// one interface whatever its format. LibTorch stays out of this header.
 
 #include <cstdint>
 #include <functional>
@@ -11,6 +11,7 @@
 
 #include <c10/core/Device.h>
 
+#include "analyzer/model/model_layers.h"
 #include "analyzer/model/model_metadata.h"
 
 namespace at {
@@ -44,31 +45,45 @@ struct ForwardOutput {
 // (a CUDA build of LibTorch runs on machines without a GPU).
 std::string libtorch_description();
 
+// A model loaded and instrumented for attention capture, whichever format holds it: a TorchScript
+// archive (analyzer/model/torchscript/) or an exported program run by NativeRT
+// (analyzer/model/exported/). Code above analyzer/model/ sees only this interface.
 class InstrumentedModel {
  public:
-  // Loads `path`, reads the extra files and instruments the forward graph. Throws InputError when
-  // the file is missing, not a TorchScript archive, has no attention softmax (and returns no
-  // attention), or has a forward that cannot take int64 [B, T] input ids.
+  // Loads `path`, reads the extra files and instruments the forward graph; the format is read off
+  // the file (a zip whose archive_format record says "pt2" is an exported program, else a
+  // TorchScript archive). Throws InputError when the file is missing, not a model archive, has no
+  // attention softmax (and returns no attention), or has a forward that cannot take int64 [B, T]
+  // input ids.
   // `dtype` ("float32", "bfloat16" or "float16"; empty: as the archive holds them) casts the
   // floating-point parameters and buffers after loading (--dtype). The module, and the device and
-  // tensor constants of its graph (graph_device.h), move to `device` (--device).
+  // tensor constants of its graph (torchscript/graph_device.h), move to `device` (--device). An
+  // exported program runs in the dtype and on the device it was exported for: another is InputError.
   static std::unique_ptr<InstrumentedModel> load(const std::string& path, const std::string& dtype = "",
                                                  const c10::Device& device = c10::Device(c10::kCPU));
-  ~InstrumentedModel();
+  virtual ~InstrumentedModel();
 
-  const std::string& path() const;
-  const ModelMetadata& metadata() const;
-  const std::string& embedded_tokenizer() const;  // tokenizer.json text; empty if absent
-  bool takes_attention_mask() const;
-  std::string forward_schema() const;
-  // aten::softmax and aten::scaled_dot_product_attention nodes in the inlined forward graph
-  int softmax_count() const;
-  std::string capture_method() const; // "graph" or "outputs" (HF-style returned attentions)
+  virtual const std::string& path() const = 0;
+  // "torchscript" or "exported program", for heads.json
+  virtual std::string format() const = 0;
+  virtual const ModelMetadata& metadata() const = 0;
+  // The model's layers as it numbers them and the layer of each attention map (model_layers.h);
+  // not known (with a note) where the archive does not say.
+  virtual const LayerNumbering& layer_numbering() const = 0;
+  virtual const std::string& embedded_tokenizer() const = 0;  // tokenizer.json text; empty if absent
+  virtual bool takes_attention_mask() const = 0;
+  virtual std::string forward_schema() const = 0;
+  // Attention softmaxes observed in the forward graph (and attention ops in their eager form)
+  virtual int softmax_count() const = 0;
+  std::string capture_method() const;  // "graph" or "outputs" (HF-style returned attentions)
   // The dtype the model runs in: that of most of its floating-point parameters ("float32",
   // "bfloat16", "float16", "float64").
-  std::string dtype() const;
+  virtual std::string dtype() const = 0;
   // Where it runs; forward() moves its inputs there, and the attention it captures is there.
-  const c10::Device& device() const;
+  virtual const c10::Device& device() const = 0;
+  // Empty when gradients flow from the forward's output to the head scales (HeadScales that
+  // require grad); else why they cannot, for the passes that differentiate.
+  virtual std::string gradient_limit() const = 0;
 
   // Runs forward on ids [B, T] int64 (and mask [B, T] int64, 1 = real token, when the model takes
   // one), on any device (they move to the model's), handing each attention tensor to `on_attention`
@@ -79,14 +94,13 @@ class InstrumentedModel {
   // With `scales`, each head's probabilities are multiplied by its scale (HeadScales) after the
   // callback has seen them; a model that returns its attention (capture "outputs") cannot be
   // scaled, and then `scales` must be null. So with `edit` (AttentionEdit).
-  ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
-                        const HeadScales* scales = nullptr, const AttentionEdit* edit = nullptr);
+  virtual ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
+                                const HeadScales* scales = nullptr, const AttentionEdit* edit = nullptr) = 0;
 
-  struct Impl;  // LibTorch state, defined in model.cpp
-
- private:
-  explicit InstrumentedModel(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+ protected:
+  InstrumentedModel() = default;
+  InstrumentedModel(const InstrumentedModel&) = delete;
+  InstrumentedModel& operator=(const InstrumentedModel&) = delete;
 };
 
 }  // namespace headscan

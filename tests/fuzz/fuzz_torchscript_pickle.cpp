@@ -5,7 +5,7 @@
 #include <string>
 
 #include "analyzer/errors.h"
-#include "analyzer/model/torchscript_archive.h"
+#include "analyzer/model/torchscript/torchscript_archive.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,4 +1,4 @@
-#include "analyzer/model/graph_device.h"
+#include "analyzer/model/torchscript/graph_device.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "analyzer/model/pickle_scan.h"
+#include "analyzer/model/torchscript/pickle_scan.h"
 
 #include <algorithm>
 #include <cstring>

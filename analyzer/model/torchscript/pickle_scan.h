@@ -1,6 +1,6 @@
 #pragma once
 // The pickles of a TorchScript archive (data.pkl, constants.pkl), run far enough to find the
-// tensor storages they refer to, without LibTorch (analyzer/model/torchscript_archive.h checks
+// tensor storages they refer to, without LibTorch (analyzer/model/torchscript/torchscript_archive.h checks
 // every storage against its record).
 
 #include <cstdint>

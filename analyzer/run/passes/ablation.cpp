@@ -133,6 +133,11 @@ AblationObjective choose_ablation_objective(const RunState& state) {
         "model with torch.softmax over the attention scores, or run without --ablation",
         path));
   }
+  if (const std::string limit = state.model->gradient_limit(); !limit.empty()) {
+    throw InputError(fmt::format("{}: --ablation ranks heads by the gradient of the loss with respect to each "
+                                 "head's scale, but {}; or run without --ablation",
+                                 path, limit));
+  }
   const Tokenizer& tokenizer = *state.text.tokenizer;
   const bool logits = returns_logits(state.shape, tokenizer.vocab_size());
   const std::string output = output_description(state.shape, tokenizer.vocab_size());

@@ -1,0 +1,224 @@
+#include "analyzer/model/exported/exported_model.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/util/Logging.h>
+#include <torch/nativert/ModelRunnerHandle.h>
+#include <torch/version.h>
+
+#include "analyzer/errors.h"
+#include "analyzer/model/capture.h"
+#include "analyzer/model/exported/pt2_archive.h"
+#include "analyzer/model/forward_call.h"
+
+namespace headscan {
+namespace {
+
+constexpr ArchiveKind kExportedFile = {
+    "an exported program (.pt2)", "written by headscan export",
+    "a zip file written by headscan export or torch.export's package_pt2",
+    "export the model with headscan export MODEL_DIR OUT.pt2"};
+
+constexpr const char* kNoGradients =
+    "the exported program runs under NativeRT, PyTorch's C++ runtime for exported programs, which runs it in "
+    "inference mode: no gradient reaches the head scales; run this on a TorchScript archive of the model "
+    "(scripts/export_hf.py, or torch.jit.trace and torch.jit.save)";
+
+// The dispatcher's name of "aten::softmax.int": ("aten::softmax", "int"); "default" is "".
+std::pair<std::string, std::string> split_operator(const std::string& op) {
+  const std::size_t dot = op.find('.', op.find("::"));
+  if (dot == std::string::npos) return {op, ""};
+  const std::string overload = op.substr(dot + 1);
+  return {op.substr(0, dot), overload == "default" ? "" : overload};
+}
+
+// Every operator the program calls is one this LibTorch has (headscan's own among them): NativeRT
+// would otherwise fail while loading with a message about its graph.
+void check_operators(const std::string& path, const std::vector<std::string>& operators) {
+  for (const std::string& op : operators) {
+    const auto [name, overload] = split_operator(op);
+    if (name.rfind("higher_order::", 0) == 0) {
+      throw InputError(fmt::format("{}: the program calls the higher-order operator {}, which NativeRT does not "
+                                   "run; export the model with headscan export, which decomposes it",
+                                   path, name.substr(14)));
+    }
+    if (!c10::Dispatcher::singleton().findSchema({name, overload})) {
+      throw InputError(unknown_operator_message(path, name));
+    }
+  }
+}
+
+// While alive, LibTorch's log shows errors only: NativeRT warns on the terminal about every program
+// whose operators have no static kernels (all of them run through the dispatcher, as intended).
+class QuietLog {
+ public:
+  QuietLog() : level_(FLAGS_caffe2_log_level) { FLAGS_caffe2_log_level = std::max(level_, 2); }
+  ~QuietLog() { FLAGS_caffe2_log_level = level_; }
+  QuietLog(const QuietLog&) = delete;
+  QuietLog& operator=(const QuietLog&) = delete;
+
+ private:
+  int level_;
+};
+
+struct ExportedState {
+  std::string path;
+  ModelMetadata metadata;
+  LayerNumbering layers;
+  std::string tokenizer_json;
+  ExportedProgramInfo program;
+  ForwardSetting setting;
+  std::unique_ptr<torch::nativert::ModelRunnerHandle> runner;
+};
+
+class ExportedProgram final : public InstrumentedModel {
+ public:
+  explicit ExportedProgram(ExportedState state) : state_(std::move(state)) {}
+
+  const std::string& path() const override { return state_.path; }
+  std::string format() const override { return "exported program"; }
+  const ModelMetadata& metadata() const override { return state_.metadata; }
+  const LayerNumbering& layer_numbering() const override { return state_.layers; }
+  const std::string& embedded_tokenizer() const override { return state_.tokenizer_json; }
+  bool takes_attention_mask() const override { return state_.setting.takes_mask; }
+  std::string forward_schema() const override { return state_.setting.schema; }
+  int softmax_count() const override { return state_.program.observers + state_.program.attention; }
+  std::string dtype() const override { return state_.setting.dtype; }
+  const c10::Device& device() const override { return state_.setting.device; }
+  std::string gradient_limit() const override { return kNoGradients; }
+
+  ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
+                        const HeadScales* scales, const AttentionEdit* edit) override {
+    TORCH_CHECK(ids.dim() == 2, "input ids must be [B,T], got ", ids.sizes());
+    if (scales != nullptr) {
+      for (const at::Tensor& scale : *scales) {
+        if (scale.defined() && scale.requires_grad()) throw InputError(fmt::format("{}: {}", state_.path, kNoGradients));
+      }
+    }
+    const std::int64_t batch = ids.size(0);
+    const std::int64_t length = ids.size(1);
+    const at::Tensor device_ids = ids.to(state_.setting.device);
+    std::vector<c10::IValue> inputs{device_ids};
+    if (state_.setting.takes_mask) {
+      inputs.emplace_back(mask != nullptr ? mask->to(state_.setting.device) : at::ones_like(device_ids));
+    }
+    // NativeRT runs the program in inference mode; what the callbacks keep (running sums, edits)
+    // must stay ordinary tensors, which later code may update in place.
+    AttentionCallback observed;
+    if (on_attention) {
+      observed = [&on_attention](int layer, const at::Tensor& attention) {
+        c10::InferenceMode ordinary(false);
+        on_attention(layer, attention);
+      };
+    }
+    AttentionEdit edited;
+    if (edit != nullptr && *edit) {
+      edited = [edit](int layer, const at::Tensor& attention) {
+        c10::InferenceMode ordinary(false);
+        return (*edit)(layer, attention);
+      };
+    }
+    CaptureScope scope(batch, length, observed, scales, edit != nullptr ? &edited : nullptr);
+    const c10::IValue output =
+        run_forward(state_.setting, scope, batch, length, [&] { return state_.runner->run(inputs, {}); });
+    return ForwardOutput{logits_of(output, batch, length)};
+  }
+
+ private:
+  ExportedState state_;
+};
+
+LayerNumbering layers_of(const ExportedState& state) {
+  const int maps = state.program.observers + state.program.attention;
+  if (!state.metadata.layers) {
+    LayerNumbering unknown;
+    unknown.note = "the archive's headscan.json lists no layers, so heads are numbered by the order of their "
+                   "attention maps; export the model with headscan export to number them as the model does";
+    return unknown;
+  }
+  const LayerNumbering& layers = *state.metadata.layers;
+  if (static_cast<int>(layers.attention_layers.size()) != maps) {
+    throw InputError(fmt::format("{}:headscan.json: lists {} attention layer(s), but the program observes {} "
+                                 "attention map(s); {}",
+                                 state.path, layers.attention_layers.size(), maps, kExportProgramAgain));
+  }
+  return layers;
+}
+
+}  // namespace
+
+std::unique_ptr<InstrumentedModel> load_exported_program(const std::string& path, const std::string& dtype,
+                                                         const c10::Device& device) {
+  check_archive_file(path, kExportedFile);
+  ExportedState state;
+  state.path = path;
+  {
+    const ModelZip zip(path, kExportedExpected, kExportProgramAgain);
+    if (!is_pt2_archive(zip)) {
+      throw InputError(fmt::format("{}: expected {}, found a zip archive whose archive_format record does not say "
+                                   "\"pt2\"; {}",
+                                   path, kExportedExpected, kExportProgramAgain));
+    }
+    state.program = check_pt2_archive(zip);
+    state.tokenizer_json = zip.read("extra/tokenizer.json", kMaxTokenizerBytes);
+    state.metadata = parse_model_metadata(zip.read("extra/headscan.json", kMaxMetadataBytes), path + ":headscan.json");
+  }
+  const ExportedProgramInfo& program = state.program;
+  if (program.inputs.empty() || program.inputs.size() > 2) {
+    throw InputError(fmt::format("{}: the program takes {} input(s) ({}); headscan calls it with int64 [batch, "
+                                 "tokens] token ids and an attention mask: export a module whose forward takes "
+                                 "(input_ids[, attention_mask])",
+                                 path, program.inputs.size(), fmt::join(program.inputs, ", ")));
+  }
+  if (program.observers + program.attention == 0) {
+    throw InputError(fmt::format("{}: the program has no headscan observer (headscan::observe or "
+                                 "headscan::attention), so its attention cannot be seen; {}",
+                                 path, kExportProgramAgain));
+  }
+  if (!dtype.empty() && dtype != program.dtype) {
+    dtype_of(dtype);  // a name --dtype does not know is its own error
+    throw InputError(fmt::format("--dtype {}: {} is an exported program in {}, which runs in the dtype it was "
+                                 "exported in; export it again with headscan export --dtype {}, or run without "
+                                 "--dtype",
+                                 dtype, path, program.dtype, dtype));
+  }
+  const c10::Device own(program.device);
+  const bool same_device = own.type() == device.type() && (!device.has_index() || !own.has_index() ||
+                                                           own.index() == device.index());
+  if (!same_device) {
+    throw InputError(fmt::format("--device {}: {} is an exported program whose weights are on {}; NativeRT runs a "
+                                 "program where it was exported, and its public interface cannot move it; run "
+                                 "with --device {}, or export the model on {} (headscan export --device {})",
+                                 device.str(), path, own.str(), own.type() == c10::kCPU ? "cpu" : own.str(),
+                                 device.str(), device.str()));
+  }
+  check_operators(path, program.operators);
+  state.setting.dtype = program.dtype;
+  state.setting.device = own;
+  state.setting.takes_mask = program.inputs.size() == 2;
+  std::vector<std::string> arguments;
+  for (const std::string& input : program.inputs) arguments.push_back(input + ": Tensor");
+  state.setting.schema = fmt::format("forward({}) -> Tensor", fmt::join(arguments, ", "));
+  state.layers = layers_of(state);
+  try {
+    const QuietLog quiet;
+    state.runner = std::make_unique<torch::nativert::ModelRunnerHandle>(path, "model");
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    const auto* error = dynamic_cast<const c10::Error*>(&e);
+    const std::string what = error != nullptr ? error->what_without_backtrace() : e.what();
+    throw InputError(fmt::format("{}: expected {}, but NativeRT (LibTorch {}) cannot load it ({}); the archive is "
+                                 "damaged or was written by another PyTorch: copy it again, or {}",
+                                 path, kExportedExpected, TORCH_VERSION, printable(what), kExportProgramAgain));
+  }
+  return std::make_unique<ExportedProgram>(std::move(state));
+}
+
+}  // namespace headscan

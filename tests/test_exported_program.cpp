@@ -1,0 +1,226 @@
+// Exported programs (.pt2) run by NativeRT behind InstrumentedModel: the attention they capture is
+// the module's, a .pt2 and a TorchScript trace of the same module give the same heads.json, and
+// what the loader cannot run is bad input (exit 2). Fixtures: tests/fixtures/make_pt2_fixtures.py.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/script.h>
+
+#include "analyzer/errors.h"
+#include "analyzer/model/model.h"
+#include "tests/fixtures.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using headscan::InstrumentedModel;
+using headscan::testing::CommandResult;
+using headscan::testing::fixture;
+using headscan::testing::read_json;
+using headscan::testing::run_headscan;
+using headscan::testing::TempDir;
+using headscan::testing::word_corpus;
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+// The attention maps one forward call hands out, in capture order.
+std::vector<at::Tensor> captured(InstrumentedModel& model, const at::Tensor& ids, const at::Tensor& mask,
+                                 const headscan::HeadScales* scales = nullptr,
+                                 const headscan::AttentionEdit* edit = nullptr, at::Tensor* logits = nullptr) {
+  std::vector<at::Tensor> maps;
+  const headscan::ForwardOutput output = model.forward(
+      ids, &mask, [&](int, const at::Tensor& attention) { maps.push_back(attention.clone()); }, scales, edit);
+  if (logits != nullptr && output.logits) *logits = output.logits->clone();
+  return maps;
+}
+
+CommandResult analyse(const std::string& model, const std::string& corpus, const fs::path& out,
+                      std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {model, corpus, "-o", out.string(), "-q", "--no-html", "--no-plots",
+                                   "--parser", "none"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_headscan(args);
+}
+
+// Equal JSON, numbers within 1e-6.
+void check_same(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_number_float() && b.is_number()) {
+    CHECK(std::abs(a.get<double>() - b.get<double>()) <= 1e-6);
+  } else if (a.is_object() && b.is_object()) {
+    CHECK(a.size() == b.size());
+    for (auto field = a.begin(); field != a.end(); ++field) {
+      REQUIRE(b.contains(field.key()));
+      check_same(*field, b[field.key()]);
+    }
+  } else {
+    CHECK(a == b);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("an exported program captures the module's attention at 9, 40 and 300 tokens", "[exported][e2e]") {
+  torch::jit::Module reference = torch::jit::load(fixture("pt2_reference.pt"));
+  for (const std::string name : {"eager", "sdpa"}) {
+    INFO(name);
+    const auto model = InstrumentedModel::load(fixture("pt2_" + name + ".pt2"));
+    CHECK(model->format() == "exported program");
+    CHECK(model->softmax_count() == 2);
+    CHECK(model->capture_method() == "graph");
+    CHECK(model->takes_attention_mask());
+    CHECK(model->dtype() == "float32");
+    CHECK(model->device().is_cpu());
+    CHECK(model->forward_schema() == "forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor");
+    CHECK(model->metadata().name == "pt2_" + name);
+    CHECK_FALSE(model->embedded_tokenizer().empty());
+    CHECK(model->layer_numbering().attention_layers == std::vector<int>{0, 2});
+    REQUIRE(model->layer_numbering().layers.size() == 3);
+    CHECK(model->layer_numbering().layers[1].kind == "convolution");
+    CHECK_FALSE(model->gradient_limit().empty());
+    for (const int length : {9, 40, 300}) {
+      INFO(length);
+      const at::Tensor ids = reference.attr("ids_" + std::to_string(length)).toTensor();
+      const at::Tensor mask = reference.attr("mask_" + std::to_string(length)).toTensor();
+      const std::vector<at::Tensor> maps = captured(*model, ids, mask);
+      REQUIRE(maps.size() == 2);
+      for (const int layer : {0, 2}) {
+        const at::Tensor expected =
+            reference.attr(name + "_" + std::to_string(length) + "_" + std::to_string(layer)).toTensor();
+        const at::Tensor& got = maps[layer == 0 ? 0 : 1];
+        REQUIRE(got.sizes() == expected.sizes());
+        CHECK((got - expected).abs().max().item<double>() < 1e-6);
+      }
+    }
+  }
+}
+
+TEST_CASE("an exported program's head scales and attention edits act inside NativeRT", "[exported][e2e]") {
+  const auto model = InstrumentedModel::load(fixture("pt2_eager.pt2"));
+  torch::jit::Module reference = torch::jit::load(fixture("pt2_reference.pt"));
+  const at::Tensor ids = reference.attr("ids_40").toTensor();
+  const at::Tensor mask = reference.attr("mask_40").toTensor();
+  at::Tensor plain;
+  const std::vector<at::Tensor> before = captured(*model, ids, mask, nullptr, nullptr, &plain);
+  REQUIRE(plain.defined());
+
+  // Head 1 of the first attention layer removed: the second layer sees a changed residual, the
+  // first layer's map is handed out unscaled, and the logits move.
+  headscan::HeadScales scales{at::ones({2, 4}), at::Tensor()};
+  scales[0].index_put_({torch::indexing::Slice(), 1}, 0.0);
+  at::Tensor removed;
+  const std::vector<at::Tensor> after = captured(*model, ids, mask, &scales, nullptr, &removed);
+  REQUIRE(after.size() == 2);
+  CHECK((after[0] - before[0]).abs().max().item<double>() == 0.0);
+  CHECK((after[1] - before[1]).abs().max().item<double>() > 1e-4);
+  CHECK((removed - plain).abs().max().item<double>() > 1e-4);
+  // All-ones scales change nothing.
+  headscan::HeadScales ones{at::ones({2, 4}), at::ones({2, 4})};
+  at::Tensor same;
+  captured(*model, ids, mask, &ones, nullptr, &same);
+  CHECK((same - plain).abs().max().item<double>() < 1e-6);
+
+  // An edit that makes the last attention layer uniform over the visible keys changes the logits;
+  // one that returns the probabilities as they are does not.
+  const headscan::AttentionEdit uniform = [](int layer, const at::Tensor& attention) {
+    if (layer != 1) return at::Tensor();
+    const at::Tensor visible = (attention > 0).to(attention.scalar_type());
+    return visible / visible.sum(-1, true);
+  };
+  at::Tensor edited;
+  captured(*model, ids, mask, nullptr, &uniform, &edited);
+  CHECK((edited - plain).abs().max().item<double>() > 1e-4);
+  const headscan::AttentionEdit identity = [](int, const at::Tensor& attention) { return attention; };
+  at::Tensor kept;
+  captured(*model, ids, mask, nullptr, &identity, &kept);
+  CHECK((kept - plain).abs().max().item<double>() < 1e-6);
+
+  // Scales that require grad: NativeRT runs in inference mode, so the gradient pass is refused.
+  headscan::HeadScales tracked{at::ones({2, 4}).requires_grad_(true), at::Tensor()};
+  CHECK_THROWS_AS(captured(*model, ids, mask, &tracked), headscan::InputError);
+}
+
+TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads.json", "[exported][e2e]") {
+  TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", word_corpus({30, 12, 50, 7, 41, 25, 33, 60}));
+  for (const std::string name : {"pt2_eager", "pt2_sdpa"}) {
+    INFO(name);
+    const CommandResult exported = analyse(fixture(name + ".pt2"), corpus, dir / (name + "-pt2"));
+    REQUIRE(exported.exit_code == 0);
+    const CommandResult traced = analyse(fixture(name + ".pt"), corpus, dir / (name + "-pt"));
+    REQUIRE(traced.exit_code == 0);
+    const nlohmann::json a = read_json(dir / (name + "-pt2") / "heads.json");
+    const nlohmann::json b = read_json(dir / (name + "-pt") / "heads.json");
+    for (const std::string field : {"layers", "heads", "kv_heads", "causal", "capture", "dtype", "max_length"}) {
+      CHECK(a["model"][field] == b["model"][field]);
+    }
+    CHECK(a["corpus"] == b["corpus"]);
+    REQUIRE(a["model"]["repeat_loss"].size() == b["model"]["repeat_loss"].size());
+    for (std::size_t i = 0; i < a["model"]["repeat_loss"].size(); ++i) {
+      CHECK(std::abs(a["model"]["repeat_loss"][i].get<double>() - b["model"]["repeat_loss"][i].get<double>()) <= 1e-6);
+    }
+    REQUIRE(a["heads"].size() == b["heads"].size());
+    REQUIRE(a["heads"].size() == 8);
+    for (std::size_t i = 0; i < a["heads"].size(); ++i) {
+      INFO(a["heads"][i].dump().substr(0, 400));
+      check_same(a["heads"][i], b["heads"][i]);
+    }
+  }
+}
+
+TEST_CASE("what the .pt2 loader cannot run is bad input", "[exported][errors][e2e]") {
+  TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", word_corpus({20, 10, 15}));
+  auto refused = [&](const std::string& model, std::vector<std::string> extra = {}) {
+    const CommandResult result = analyse(model, corpus, dir / "out", std::move(extra));
+    CHECK(result.exit_code == kExitBadInput);
+    CHECK_FALSE(fs::exists(dir / "out"));
+    return result.err;
+  };
+  SECTION("a missing file") {
+    CHECK_THAT(refused((dir / "missing.pt2").string()),
+               Contains("missing.pt2: model file not found") && Contains("exported program"));
+  }
+  SECTION("a directory") {
+    fs::create_directory(dir / "folder.pt2");
+    CHECK_THAT(refused((dir / "folder.pt2").string()), Contains("found a directory"));
+  }
+  SECTION("a file that is not a zip") {
+    CHECK_THAT(refused(dir.write("text.pt2", "not a zip")),
+               Contains("expected an exported program (.pt2)") && Contains("headscan export"));
+  }
+  SECTION("a weight record shorter than its tensor") {
+    CHECK_THAT(refused(fixture("pt2_short_weight.pt2")),
+               Contains("pt2_short_weight.pt2: record data/weights/") && Contains("holds") &&
+                   Contains("tokens.weight") && Contains("headscan export"));
+  }
+  SECTION("an operator LibTorch lacks") {
+    CHECK_THAT(refused(fixture("pt2_unknown_op.pt2")),
+               Contains("aten::gelu_tanh_fused") && Contains("does not have"));
+  }
+  SECTION("a program without observers") {
+    CHECK_THAT(refused(fixture("pt2_no_observer.pt2")), Contains("no headscan observer"));
+  }
+  SECTION("another dtype") {
+    CHECK_THAT(refused(fixture("pt2_eager.pt2"), {"--dtype", "bfloat16"}),
+               Contains("exported program in float32") && Contains("headscan export --dtype bfloat16"));
+  }
+  SECTION("--ablation, whose gradients NativeRT does not compute") {
+    CHECK_THAT(refused(fixture("pt2_eager.pt2"), {"--ablation"}),
+               Contains("--ablation") && Contains("inference mode") && Contains("TorchScript"));
+  }
+}
+
+TEST_CASE("a .pt2 is read by its content, and without layers its heads keep the map order", "[exported][e2e]") {
+  const auto traced = InstrumentedModel::load(fixture("pt2_torchscript.pt2"));
+  CHECK(traced->format() == "torchscript");
+  const auto plain = InstrumentedModel::load(fixture("pt2_no_layers.pt2"));
+  CHECK(plain->format() == "exported program");
+  CHECK_FALSE(plain->layer_numbering().known());
+  CHECK_THAT(plain->layer_numbering().note, Contains("headscan export"));
+}
