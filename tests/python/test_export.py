@@ -181,6 +181,20 @@ def test_a_hybrids_layers_without_attention_are_named_by_kind():
     assert from_program == [1, 4]
 
 
+def test_lfm2s_convolution_layers_are_listed():
+    import transformers
+
+    config = transformers.Lfm2Config(vocab_size=100, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                                     num_key_value_heads=2, max_position_embeddings=512, conv_L_cache=3,
+                                     num_hidden_layers=4, layer_types=["conv", "full_attention", "conv",
+                                                                       "full_attention"])
+    torch.manual_seed(0)
+    model = transformers.Lfm2ForCausalLM(config).eval()
+    exported = exporter.export_model(model, None, max_length=80, config=config)
+    assert [layer["kind"] for layer in exported.layers] == ["convolution", "attention", "convolution", "attention"]
+    assert exported.numbers == [1, 3] and exported.exact[-1] == 80
+
+
 def test_a_layer_with_two_softmaxes_is_refused():
     raises(ExportInputError, "layer 1 (layers.1) has 2 attention softmaxes", export_toy,
            Hybrid([Feedforward(), SelfAttention(softmaxes=2)]))

@@ -116,6 +116,9 @@ def export(args):
     print(f"  tokenizer: {tokenizer_source} ({tokenizer.get_vocab_size()} tokens)")
     print(f"  bos_token: {bos_token or 'none'} ({bos_source})")
     print(f"  max_length: {max_length} ({max_length_source})")
+    if "min_length" in metadata:
+        print(f"  min_length: {metadata['min_length']} (the program takes no shorter sequence: headscan pads them "
+              "to it)")
     print(f"  causal: {str(metadata['causal']).lower()} ({exported.causal_source})")
     if "n_kv_heads" in metadata:
         print(f"  n_kv_heads: {metadata['n_kv_heads']}")

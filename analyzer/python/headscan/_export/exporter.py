@@ -102,7 +102,7 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
         example_inputs = padded_batch(example_rows_, pad_id)
         if not takes_mask:
             example_inputs = example_inputs[:1]
-        ep, layers, numbers = exported_program(wrapper, example_inputs, max_length, config)
+        ep, min_length, layers, numbers = exported_program(wrapper, example_inputs, max_length, config)
         recorder = Recorder(ep)
         probe = padded_batch(example_rows_[:1], pad_id)
         recorder(*(probe if takes_mask else probe[:1]))
@@ -123,6 +123,8 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     if bos_token is not None:
         document["bos_token"] = bos_token
     document.update({"max_length": max_length, "causal": causal})
+    if min_length > 2:
+        document["min_length"] = min_length
     kv_heads = getattr(config, "num_key_value_heads", None) if config is not None else None
     if isinstance(kv_heads, int) and kv_heads >= 1:
         document["n_kv_heads"] = kv_heads

@@ -55,7 +55,6 @@ def export_wrapper(wrapper, example_inputs, max_length):
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
     sys.stderr.write(printed.getvalue())
-    refuse_narrowed_length(ep, max_length)
     return ep
 
 
@@ -65,22 +64,27 @@ def input_length(ep):
     return inputs[0].meta["val"].shape[1]
 
 
-def refuse_narrowed_length(ep, max_length):
-    """A Python branch on the length narrows the lengths the program takes (a model that computes
-    otherwise above N tokens is exported for 2..N): refused, naming the lengths it holds."""
+def shortest_length(ep, max_length, takes_mask):
+    """The shortest length the program takes (2, or more where a Python branch on the length
+    narrowed it: a model that computes otherwise below N tokens); a program that stops short of
+    max_length is refused, naming the lengths it holds."""
     length = input_length(ep)
-    if not isinstance(length, torch.SymInt):
-        return
-    ranges = ep.range_constraints.get(length.node.expr)
+    ranges = ep.range_constraints.get(length.node.expr) if isinstance(length, torch.SymInt) else None
     if ranges is None:
-        return
+        return 2
     lower, upper = ranges.lower, ranges.upper
-    if (upper.is_finite and int(upper) < max_length) or (lower.is_finite and int(lower) > 2):
-        held = f"{int(lower)} to {int(upper) if upper.is_finite else 'any number of'}"
+    lower = int(lower) if lower.is_finite else 2
+    held = f"{lower} to {int(upper) if upper.is_finite else 'any number of'}"
+    if upper.is_finite and int(upper) < max_length:
         raise ExportInputError(f"data-dependent control flow: the model's forward takes a Python branch on the "
                                f"sequence's length, so the exported program holds lengths of {held} tokens only, "
-                               f"not up to max_length {max_length}" +
-                               (f"; --max-length {int(upper)} exports it for those" if upper.is_finite else ""))
+                               f"not up to max_length {max_length}; --max-length {int(upper)} exports it for those")
+    if lower > 2 and not takes_mask:
+        raise ExportInputError(f"data-dependent control flow: the model's forward takes a Python branch on the "
+                               f"sequence's length, so the exported program holds lengths of {held} tokens only; "
+                               "headscan pads shorter sequences to that length only where the model takes an "
+                               "attention mask (export without --no-attention-mask)")
+    return lower
 
 
 def first_lines(text, count=3):
@@ -100,9 +104,13 @@ def export_failure(error):
         return ("data-dependent control flow: the model's forward branches in Python on the values of a tensor, "
                 f"which an exported program cannot hold (torch.export: {name}: {message})")
     if isinstance(error, symbolic_shapes.ConstraintViolationError) or "Constraints violated" in message:
-        return ("data-dependent control flow: the model's forward depends in Python on the batch size or the "
-                f"length, so no program serves every length (torch.export: {name}: {message}); export with "
-                "--max-length N to fix the longest length")
+        which = "the batch size" if "size()[0]" in message else "the sequence's length"
+        if "specialized it to be a constant" in str(error):
+            return (f"data-dependent control flow: the model's forward fixes {which} in Python (a loop over the "
+                    "tokens, as a state-space layer's sequential scan, or a branch on each length), so torch.export "
+                    f"made a program of the example's shape only (torch.export: {name}: {message})")
+        return (f"data-dependent control flow: the model's forward depends in Python on {which}, so no program "
+                f"serves every length (torch.export: {name}: {message})")
     if isinstance(error, (exc.UserError, exc.Unsupported)):
         return f"the model's forward uses Python that torch.export cannot capture ({name}: {message})"
     return f"torch.export could not capture the model's forward ({name}: {message})"
@@ -175,6 +183,52 @@ def fused_attention(graph):
                    if node.op == "call_function" and FUSED.search(str(node.target))})
 
 
+def same_computation(a, b, seen=None):
+    """Whether two values of the graph are computed by the same operators from the same inputs."""
+    if a is b:
+        return True
+    if isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node):
+        seen = {} if seen is None else seen
+        if (a, b) not in seen:
+            seen[(a, b)] = (a.op == b.op == "call_function" and a.target is b.target
+                            and same_computation(a.args, b.args, seen) and same_computation(a.kwargs, b.kwargs, seen))
+        return seen[(a, b)]
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_computation(x, y, seen) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_computation(a[k], b[k], seen) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def without_repeats(found, numbers, paths, stack):
+    """(found, numbers) with one attention per layer, and {kept softmax: [its repeats]}: a layer
+    whose softmaxes all compute the same probabilities (DiffLlama's two attention calls share Q and
+    K) keeps the first, whose observed output its repeats' users then take; a layer with different
+    attentions is refused."""
+    by_layer = {}
+    for item, number, path in zip(found, numbers, paths):
+        by_layer.setdefault(number, []).append((item, path))
+    kept, kept_numbers, repeats = [], [], {}
+    for item, number in zip(found, numbers):
+        group = by_layer[number]
+        if group[0][0] is not item:
+            continue
+        first, kind = item
+        others = [node for (node, other_kind), _ in group[1:]]
+        same = kind != "sdpa" and all(other_kind == kind for (_, other_kind), _ in group[1:]) and \
+            all(same_computation(first, other) for other in others)
+        if others and not same:
+            where = sorted({path for _, path in group})
+            layer = f"{stack}.{number}" if stack is not None else "the model"
+            raise ExportInputError(f"layer {number} ({layer}) has {len(group)} attention softmaxes ({', '.join(where)}): "
+                                   "headscan analyses one attention map per layer")
+        kept.append(item)
+        kept_numbers.append(number)
+        if others:
+            repeats[first] = others
+    return kept, kept_numbers, repeats
+
+
 def place_observers(ep, model, prefix, config=None):
     """Places the observers in `ep`'s graph (in place) and returns the model's layers (None when no
     layer stack holds the attentions: the observers are then numbered in graph order)."""
@@ -192,14 +246,7 @@ def place_observers(ep, model, prefix, config=None):
     paths = [module_path(node, prefix) for node, _ in found]
     stack, indexes = layer_stack(model, paths)
     numbers = [indexes[p] for p in paths] if stack is not None else list(range(len(found)))
-    counts = {}
-    for path, number in zip(paths, numbers):
-        counts.setdefault(number, []).append(path)
-    twice = {n: p for n, p in counts.items() if len(p) > 1}
-    if twice:
-        number, where = min(twice.items())
-        raise ExportInputError(f"layer {number} ({stack}.{number}) has {len(where)} attention softmaxes "
-                               f"({', '.join(sorted(set(where)))}): headscan analyses one attention map per layer")
+    found, numbers, repeats = without_repeats(found, numbers, paths, stack)
     if numbers != sorted(numbers):
         raise ExportError(f"the program computes the layers' attentions in the order {numbers}, not the layers' "
                           "order; headscan numbers maps in the order they are computed")
@@ -217,6 +264,9 @@ def place_observers(ep, model, prefix, config=None):
                 observer = graph.call_function(observe, (node, number))
             observer.meta = dict(node.meta)
             node.replace_all_uses_with(observer, delete_user_cb=lambda user, observer=observer: user is not observer)
+            for repeat in repeats.get(node, []):  # the same probabilities computed again: the observed ones
+                repeat.replace_all_uses_with(observer)
+    graph.eliminate_dead_code()
     ep.graph_module.recompile()
     if stack is None:
         return None, numbers
@@ -231,10 +281,11 @@ def observer_layers(ep):
 
 
 def exported_program(wrapper, example_inputs, max_length, config=None):
-    """(the program to package, the model's layers or None, the observers' layers): exported,
-    observed, decomposed to the core operators NativeRT runs."""
+    """(the program to package, the shortest length it takes, the model's layers or None, the
+    observers' layers): exported, observed, decomposed to the core operators NativeRT runs."""
     ep = export_wrapper(wrapper, example_inputs, max_length)
-    prefix = "model."  # the wrapper's attribute holding the model (model.py's LogitsOnly)
+    min_length = shortest_length(ep, max_length, wrapper.takes_mask)
+    prefix = "model."  # the wrapper's attribute holding the model (exporter.py's Wrapper)
     layers, numbers = place_observers(ep, wrapper.model, prefix, config)
     # Export's training IR holds higher-order operators (the rotary embedding's
     # wrap_with_set_grad_enabled) that NativeRT does not run; decomposed, the graph is ATen and
@@ -245,6 +296,5 @@ def exported_program(wrapper, example_inputs, max_length, config=None):
         raise ExportError(f"decomposing the exported program failed: {type(e).__name__}: {first_lines(e)}") from e
     if observer_layers(ep) != numbers:
         raise ExportError(f"the decomposed program's observers are of layers {observer_layers(ep)}, not {numbers}: "
-                          "headscan's operators were decomposed (their C++ kernels must be registered for "
-                          "CompositeExplicitAutograd)")
-    return ep, layers, numbers
+                          "headscan's operators were decomposed")
+    return ep, min_length, layers, numbers
