@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/html_page.h"
+#include "reports/model_layers_json.h"
 #include "reports/palette.h"
 #include "reports/text.h"
 
@@ -38,7 +39,8 @@ std::string needle_table(const Json& retrieval) {
   return html + "</tr></table>";
 }
 
-std::string plan_map(const Json& plan) {
+// The plan's rows are the attention layers; `numbering` names them by the model's index.
+std::string plan_map(const Json& plan, const LayerNumbering& numbering) {
   const Json full = plan.value("full_attention_heads", Json::array());
   if (!full.is_array() || full.empty() || !full[0].is_array()) return "";
   const std::size_t columns = full[0].size();
@@ -49,13 +51,14 @@ std::string plan_map(const Json& plan) {
       columns);
   for (std::size_t kv = 0; kv < columns; ++kv) html += fmt::format("<div class=\"axis\">{}</div>", kv);
   for (std::size_t layer = 0; layer < full.size(); ++layer) {
-    html += fmt::format("<div class=\"axis row\">L{}</div>", layer);
+    const int named = numbering.model_index(static_cast<int>(layer));
+    html += fmt::format("<div class=\"axis row\">L{}</div>", named);
     for (std::size_t kv = 0; kv < columns && kv < full[layer].size(); ++kv) {
       const bool keeps_all = full[layer][kv].is_number() && full[layer][kv].get<int>() == 1;
       const Rgb fill = keeps_all ? full_colour : streaming_colour;
       html += fmt::format("<div class=\"cell\" data-plan=\"{0}\" title=\"L{1} key/value head {2}: {0}\" "
                           "style=\"background:{3};color:{4}\">{5}</div>",
-                          keeps_all ? "full" : "streaming", layer, kv, to_hex(fill), to_hex(text_colour_on(fill)),
+                          keeps_all ? "full" : "streaming", named, kv, to_hex(fill), to_hex(text_colour_on(fill)),
                           keeps_all ? "F" : "S");
     }
   }
@@ -105,7 +108,10 @@ std::string long_context_section(const Json& document) {
   }
   html += needle_table(retrieval);
   if (plan.is_object()) {
-    html += "<h3>KV-cache plan</h3>" + plan_summary(plan) + plan_map(plan);
+    const Json model = document.value("model", Json::object());
+    const LayerNumbering numbering =
+        model.is_object() && model.contains("layers") ? document_layers(model, "heads.json").numbering : LayerNumbering();
+    html += "<h3>KV-cache plan</h3>" + plan_summary(plan) + plan_map(plan, numbering);
   } else if (document.contains("model") && !document["model"].value("causal", true)) {
     html += "<p class=\"note\">A bidirectional model keeps no KV cache: no plan.</p>";
   }

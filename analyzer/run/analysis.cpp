@@ -24,6 +24,7 @@
 #include "heads/registry.h"
 #include "reports/heads_csv.h"
 #include "reports/heads_json.h"
+#include "reports/model_layers_json.h"
 #include "reports/report_writer.h"
 #include "reports/text.h"
 
@@ -317,6 +318,8 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
   add_head_summary(document);
   const bool ablated = state.objective && !(options.shard && options.shard->index != 0);
   if (ablated) add_ablation_json(document, state);
+  // Until here heads are numbered by attention map; from here on by the model's own layer index.
+  number_layers(document, state.model->layer_numbering(), state.shape.layers);
   if (spooled != nullptr) document["corpus"]["path"] = "-";
   auto result = std::make_shared<ScanResult::Impl>();
   AnalysisSummary& summary = result->summary;

@@ -218,8 +218,15 @@ def check(arch, headscan, corpus, work):
     with TRANSFORMERS_LOCK:
         reference, layers, n_heads = reference_scores(model_dir, records, special_ids(tokenizer_json), arch["causal"])
     model = heads["model"]
-    assert (model["layers"], model["heads"]) == (layers, n_heads), \
-        f"heads.json has {model['layers']} layers x {model['heads']} heads, transformers {layers} x {n_heads}"
+    # model.layers lists the model's layers when the trace kept the module paths (heads then carry
+    # the model's layer index); a number, with model.layers_note saying why, when it did not.
+    attention_layers = model["layers"]
+    if isinstance(attention_layers, list):
+        assert [layer["index"] for layer in attention_layers] == list(range(layers)), \
+            f"heads.json lists layers {[layer['index'] for layer in attention_layers]}, transformers has {layers}"
+        attention_layers = sum(layer["kind"] == "attention" for layer in attention_layers)
+    assert (attention_layers, model["heads"]) == (layers, n_heads), \
+        f"heads.json has {attention_layers} layers x {model['heads']} heads, transformers {layers} x {n_heads}"
     assert model["causal"] == arch["causal"], f"heads.json causal {model['causal']}"
     if arch["kv_heads"] is not None:
         assert model["kv_heads"] == arch["kv_heads"], f"heads.json kv_heads {model['kv_heads']}"

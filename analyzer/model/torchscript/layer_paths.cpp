@@ -20,6 +20,17 @@ struct Site {
   int layer = -1;     // the integer segment after it
 };
 
+// Whether an observed softmax can be attention as far as the graph's types tell: a traced graph
+// records the shapes of its example, and a softmax over something other than [.., T, T] (a router's
+// [B, T, experts]) never gives an attention map. A graph without shapes (scripted) tells nothing.
+bool may_be_attention(const torch::jit::Node* observer) {
+  const auto type = observer->input(0)->type()->cast<c10::TensorType>();
+  if (!type) return true;
+  const auto sizes = type->sizes().concrete_sizes();
+  if (!sizes) return true;
+  return sizes->size() >= 3 && (*sizes)[sizes->size() - 1] == (*sizes)[sizes->size() - 2];
+}
+
 // The attention sites of `block` and of the blocks nested in it, in graph order; `nested` is set
 // when one is inside a loop or a branch.
 void collect_sites(const torch::jit::Block* block, bool inside, std::vector<const torch::jit::Node*>& sites,
@@ -27,7 +38,7 @@ void collect_sites(const torch::jit::Block* block, bool inside, std::vector<cons
   static const auto observe = c10::Symbol::fromQualString("headscan::observe_softmax");
   static const auto eager = c10::Symbol::fromQualString("headscan::eager_attention");
   for (const torch::jit::Node* node : block->nodes()) {
-    if (node->kind() == observe || node->kind() == eager) {
+    if (node->kind() == eager || (node->kind() == observe && may_be_attention(node))) {
       sites.push_back(node);
       nested = nested || inside;
     }
@@ -80,6 +91,13 @@ std::optional<std::string> module_path(const torch::jit::Module& root, const tor
   }
   if (path.empty()) return std::nullopt;
   return path;
+}
+
+// Whether a module path has a segment naming attention ("self_attn", "attention").
+bool in_attention_module(const std::string& path) {
+  std::string lower = path;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("attn") != std::string::npos || lower.find("attention") != std::string::npos;
 }
 
 bool is_index(const std::string& segment) {
@@ -139,18 +157,31 @@ LayerNumbering torchscript_layer_numbering(const torch::jit::Module& module, con
     return unknown("an attention softmax of the graph is inside a loop or a branch (scripted control flow), so which "
                    "layer each attention map belongs to cannot be read off the graph");
   }
-  std::vector<Site> sites;
+  std::vector<std::optional<std::string>> found;
   for (const torch::jit::Node* node : nodes) {
     const auto stack = site_call_stack(node);
-    const std::optional<std::string> path = stack ? module_path(module, *stack) : std::nullopt;
+    found.push_back(stack ? module_path(module, *stack) : std::nullopt);
+  }
+  // Softmaxes that are not attention (a mixture of experts' router) are observed too, and only
+  // the run tells them apart by shape. When the model names its attention modules so ("attn",
+  // "attention"), the softmaxes elsewhere are taken for what they are.
+  const auto named_attention = [](const std::optional<std::string>& path) { return path && in_attention_module(*path); };
+  const bool by_name = std::any_of(found.begin(), found.end(), named_attention);
+  std::vector<std::string> paths;
+  for (const std::optional<std::string>& path : found) {
+    if (by_name && !named_attention(path)) continue;
     if (!path) {
       return unknown("an attention softmax of the graph has no module path (the archive's graph does not keep the "
                      "names of the modules it ran in)");
     }
-    const std::optional<Site> site = site_of(*path);
+    paths.push_back(*path);
+  }
+  std::vector<Site> sites;
+  for (const std::string& path : paths) {
+    const std::optional<Site> site = site_of(path);
     if (!site) {
       return unknown(fmt::format("the attention softmax of module {} is in no numbered layer (no integer segment in "
-                                 "its module path)", *path));
+                                 "its module path)", path));
     }
     if (!sites.empty() && site->stack != sites.front().stack) {
       return unknown(fmt::format("the attention softmaxes are in layers of two module lists ({} and {})",
@@ -167,7 +198,6 @@ LayerNumbering torchscript_layer_numbering(const torch::jit::Module& module, con
   }
 
   torch::jit::Module stack = module;
-  std::string walked;
   for (std::size_t start = 0;;) {
     const auto dot = sites.front().stack.find('.', start);
     const std::string segment = sites.front().stack.substr(start, dot == std::string::npos ? std::string::npos : dot - start);

@@ -200,13 +200,20 @@ class Report:
             counts[head["primary"]] = counts.get(head["primary"], 0) + 1
         labels = ", ".join(f"{count} {label}" for label, count in sorted(counts.items(), key=lambda x: -x[1]))
         return (f"<div><p><b>headscan</b>: {html.escape(str(model.get('name') or model['path']))}, "
-                f"{model['layers']} layers × {model['heads']} heads, {corpus['sequences']} sequences "
+                f"{_attention_layers(model)} layers × {model['heads']} heads, {corpus['sequences']} sequences "
                 f"({corpus['tokens']} tokens). Primary labels: {html.escape(labels)}</p>"
                 f"<img alt='heads by primary label' src='data:image/png;base64,{png}'></div>")
 
     def __repr__(self) -> str:
         model = self.json["model"]
-        return f"<headscan.Report {model['path']}: {model['layers']} layers x {model['heads']} heads>"
+        return f"<headscan.Report {model['path']}: {_attention_layers(model)} layers x {model['heads']} heads>"
+
+
+def _attention_layers(model: dict) -> int:
+    """The layers with attention maps of heads.json's "model": "layers" is their number, or the
+    list of every layer of the model (with its kind) when the model's numbering is known."""
+    layers = model["layers"]
+    return sum(layer["kind"] == "attention" for layer in layers) if isinstance(layers, list) else layers
 
 
 def _live_module(model: Any) -> bool:
