@@ -2,6 +2,7 @@
 and what its archive holds (headscan.json, tokenizer.json). `headscan export` (command.py) and
 headscan.export() both call export_model()."""
 
+import contextlib
 import inspect
 import json
 from dataclasses import dataclass, field
@@ -66,6 +67,24 @@ class Exported:
     notes: list = field(default_factory=list)
 
 
+@contextlib.contextmanager
+def exportable_experts(model):
+    """transformers' mixture-of-experts layers multiply by their experts with a grouped matmul that,
+    under torch.export with weights other than bfloat16, is transformers::grouped_mm_fallback, an
+    operator of Python that headscan's C++ runtime does not have: meanwhile the experts run as
+    batched_mm (ATen's bmm over each token's experts), the same products."""
+    try:
+        before = model.get_experts_implementation()
+        model.set_experts_implementation("batched_mm")
+    except Exception:  # noqa: BLE001 - not a transformers model, or one without experts
+        yield
+        return
+    try:
+        yield
+    finally:
+        model.set_experts_implementation(before)
+
+
 def example_lengths(max_length, takes_mask):
     """(the example's lengths, the lengths of the batches checked): export_hf.py's."""
     example_length = min(10, max_length)
@@ -98,7 +117,7 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     blocks = checks.block_sizes(config) if config is not None else {checks.DEFAULT_CHUNK: "a chunk of 64 tokens"}
     lengths = checks.lengths_to_check(blocks, max_length, check_length)
 
-    with torch.no_grad():
+    with torch.no_grad(), exportable_experts(model):
         example_inputs = padded_batch(example_rows_, pad_id)
         if not takes_mask:
             example_inputs = example_inputs[:1]

@@ -24,6 +24,8 @@ from . import ExportError, ExportInputError
 from .layers import layer_stack, model_layers
 from .ops import define
 
+# The operators' namespaces the C++ runtime has: ATen's and headscan's.
+RUNTIME_NAMESPACES = {"aten", "prims", "headscan"}
 SOFTMAX = {torch.ops.aten.softmax.int, torch.ops.aten._softmax.default}
 SDPA = torch.ops.aten.scaled_dot_product_attention.default
 SDPA_ARGUMENTS = (("query", None), ("key", None), ("value", None), ("attn_mask", None), ("dropout_p", 0.0),
@@ -294,6 +296,11 @@ def exported_program(wrapper, example_inputs, max_length, config=None):
         ep = ep.run_decompositions({})
     except Exception as e:  # noqa: BLE001
         raise ExportError(f"decomposing the exported program failed: {type(e).__name__}: {first_lines(e)}") from e
+    foreign = sorted({str(node.target) for node in ep.graph.nodes if node.op == "call_function"
+                      and isinstance(node.target, torch._ops.OpOverload) and node.target.namespace not in RUNTIME_NAMESPACES})
+    if foreign:
+        raise ExportInputError(f"the exported program calls {', '.join(foreign)}, an operator registered in Python by "
+                               "another library, which headscan's C++ runtime does not have")
     if observer_layers(ep) != numbers:
         raise ExportError(f"the decomposed program's observers are of layers {observer_layers(ep)}, not {numbers}: "
                           "headscan's operators were decomposed")
