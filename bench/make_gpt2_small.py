@@ -15,6 +15,10 @@ Writes into OUT_DIR:
   corpus.txt      random words (uniform over the vocabulary), one document per line, each line
                   a uniformly drawn number of words in [min-words, max-words].
 
+With --pt2 it also writes the same module, the same weights, as an exported program (.pt2 beside
+the .pt, through headscan.export: headscan's Python package must be importable, e.g.
+PYTHONPATH=build/python), for comparing the two formats (bench/run_overhead.sh --formats).
+
 The weights do not matter for the benchmark (attention with random weights is close to uniform);
 what matters is that the shapes, and so the forward work and the attention tensors headscan
 receives, are those of GPT-2 small. --layers, --heads and --d-model give other GPT-2 shapes (MLP
@@ -137,6 +141,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=N_LAYERS)
     parser.add_argument("--heads", type=int, default=N_HEADS)
     parser.add_argument("--d-model", type=int, default=D_MODEL)
+    parser.add_argument("--pt2", action="store_true", help="also write the model as an exported program (.pt2)")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
 
@@ -145,13 +150,15 @@ def main() -> None:
     words = [f"w{i}" for i in range(VOCAB - len(SPECIALS))]
     name = "gpt2_small.pt" if default_shape else f"gpt2_L{N_LAYERS}_H{N_HEADS}_D{D_MODEL}.pt"
     model_path = os.path.join(args.out_dir, name)
-    if args.force or not os.path.exists(model_path):
+    program_path = model_path + "2"
+    meta = {"name": "gpt2-small-random", "bos_token": "<s>", "max_length": CONTEXT}
+    wanted = [model_path] + ([program_path] if args.pt2 else [])
+    if args.force or not all(os.path.exists(path) for path in wanted):
         torch.manual_seed(SEED)
         model = GPT2Small()
         init_weights(model)
         model.eval()
         scripted = torch.jit.script(model)
-        meta = {"name": "gpt2-small-random", "bos_token": "<s>", "max_length": CONTEXT}
         torch.jit.save(scripted, model_path + ".tmp", _extra_files={
             "tokenizer.json": json.dumps(tokenizer_json(words)),
             "headscan.json": json.dumps(meta)})
@@ -159,6 +166,16 @@ def main() -> None:
         params = sum(p.numel() for p in model.parameters())
         print(f"model: {model_path} ({params / 1e6:.1f}M parameters, "
               f"{os.path.getsize(model_path) / 2**20:.0f} MiB)")
+        if args.pt2:
+            import tokenizers
+
+            import headscan
+
+            tokenizer = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(words)))
+            headscan.export(model, program_path, tokenizer=tokenizer, metadata={**meta, "causal": True},
+                            max_length=CONTEXT)
+            print(f"model: {program_path} (the same module exported with torch.export, "
+                  f"{os.path.getsize(program_path) / 2**20:.0f} MiB)")
 
     rng = random.Random(SEED)
     corpus_path = os.path.join(args.out_dir, "corpus.txt")

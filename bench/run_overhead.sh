@@ -24,6 +24,10 @@
 #   --bare cpp|python   the bare side: headscan_bench_forward (C++, default) or bench/bare_forward.py
 #                       (torch.jit.load in the venv's Python under no_grad: what a Python user pays)
 #   --headscan-args "…" extra options for headscan (e.g. "--no-html --no-plots --parser none")
+#   --formats           also export the same module as a program (.pt2, headscan.export through the
+#                       build's Python package) and run headscan on it in turn with the others: the
+#                       table gets a row "headscan .pt2" and the ratio of its wall time to the
+#                       TorchScript archive's (target <= 1.0: the exported program is no slower)
 #
 # Each run is its own process, measured by GNU time (/usr/bin/time, Debian package `time`): wall
 # clock seconds, CPU seconds (user + system) and maximum resident set size. The two sides
@@ -51,6 +55,7 @@ heads=12
 d_model=768
 bare_kind=cpp
 headscan_args=
+formats=0
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
@@ -71,6 +76,7 @@ while [[ $# -gt 0 ]]; do
     --d-model) d_model="$2"; shift 2 ;;
     --bare) bare_kind="$2"; shift 2 ;;
     --headscan-args) headscan_args="$2"; shift 2 ;;
+    --formats) formats=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "run_overhead.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) work="$1"; shift ;;
@@ -99,8 +105,14 @@ fi
 [[ -z "$headscan" ]] && headscan="$build_dir/headscan"
 bare="$build_dir/bench/headscan_bench_forward"
 
-"$python" "$here/make_gpt2_small.py" "$work" --lines "$lines" --min-words "$min_words" --max-words "$max_words" \
-  --layers "$layers" --heads "$heads" --d-model "$d_model"
+make_args=()
+if [[ "$formats" == 1 ]]; then
+  [[ "$build" == 1 ]] && ninja -C "$build_dir" headscan_python >&2
+  make_args+=(--pt2)
+fi
+PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" \
+  "$python" "$here/make_gpt2_small.py" "$work" --lines "$lines" --min-words "$min_words" --max-words "$max_words" \
+  --layers "$layers" --heads "$heads" --d-model "$d_model" "${make_args[@]}"
 model="$work/gpt2_small.pt"
 [[ "$layers/$heads/$d_model" != 12/12/768 ]] && model="$work/gpt2_L${layers}_H${heads}_D${d_model}.pt"
 case "$bare_kind" in
@@ -152,16 +164,29 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 compilers="$(pgrep -c cc1plus || true)"
 [[ "$compilers" != 0 ]] && echo "note: $compilers compiler process(es) running: timings are noisy" >&2
 
-rm -f "$work"/bare.times "$work"/headscan.times
+rm -f "$work"/bare.times "$work"/headscan.times "$work"/pt2.times
 echo "runs (threads $threads, batch size $batch_size, bare: $bare_kind):"
 for ((i = 1; i <= repeats; ++i)); do
   run bare "${bare_command[@]}" "$model" "$corpus" "${common[@]}"
   # shellcheck disable=SC2086  # headscan_args is a list of options
   run headscan "$headscan" "$model" "$corpus" "${common[@]}" -q --force -o "$work/report" $headscan_args
+  if [[ "$formats" == 1 ]]; then
+    # shellcheck disable=SC2086
+    run pt2 "$headscan" "${model}2" "$corpus" "${common[@]}" -q --force -o "$work/report_pt2" $headscan_args
+  fi
 done
 head -n 1 "$work/bare.out"
 
 median_of() { cut -d' ' -f"$2" "$work/$1.times" | median; }
+if [[ "$formats" == 1 ]]; then
+  awk -v ts="$(median_of headscan 1)" -v tk="$(median_of headscan 3)" \
+      -v ps="$(median_of pt2 1)" -v pc="$(median_of pt2 2)" -v pk="$(median_of pt2 3)" -v n="$repeats" 'BEGIN {
+    printf "medians of %d runs:      wall        CPU   peak RSS\n", n
+    printf "  headscan .pt2 %9.2f s %9.2f s %6.0f MiB\n", ps, pc, pk / 1024
+    printf "exported program / TorchScript archive: wall %.3f (target <= 1.0: %s), peak RSS %.3f\n",
+           ps / ts, ps / ts <= 1.0 ? "met" : "MISSED", pk / tk
+  }'
+fi
 awk -v bs="$(median_of bare 1)" -v bc="$(median_of bare 2)" -v bk="$(median_of bare 3)" \
     -v hs="$(median_of headscan 1)" -v hc="$(median_of headscan 2)" -v hk="$(median_of headscan 3)" -v n="$repeats" 'BEGIN {
   tr = hs / bs; cr = hc / bc; mr = hk / bk
