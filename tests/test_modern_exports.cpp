@@ -1,7 +1,7 @@
 // What torch 2.x exports (tests/fixtures/make_modern_models.py): SDPA attention rewritten into its
 // eager form gives its eager twin's scores; a mixture-of-experts model that calls _grouped_mm
-// loads; half-precision archives and --dtype run in their dtype; operators LibTorch lacks are
-// named.
+// loads; half-precision archives and --dtype run in their dtype; a model with layers without
+// attention names its heads by the model's layer index; operators LibTorch lacks are named.
 #include <cmath>
 #include <set>
 #include <string>
@@ -147,6 +147,83 @@ TEST_CASE("half-precision archives and --dtype run in their dtype", "[modern][dt
     const auto back = analyse("gpt2_bf16.pt", dir, "back", "float32");
     CHECK(back["model"]["dtype"] == "float32");
     check_same_heads(reference, back, 1e-2);
+  }
+}
+
+TEST_CASE("a model with layers without attention names its heads by the model's layers", "[modern][layers][e2e]") {
+  TempDir dir;
+  headscan::AnalysisOptions options;
+  options.model_path = fixture("hybrid.pt");
+  options.corpus_path = dir.write("corpus.txt", word_corpus(kLineWords));
+  options.output_dir = (dir / "report").string();
+  options.batch_size = 3;
+  options.progress = false;
+  options.parser = "none";
+  options.ablation = true;
+  options.ablation_sequences = 4;
+  headscan::run_analysis(options);
+  const auto report = read_json(dir / "report" / "heads.json");
+
+  // Every layer of blocks, with its kind; heads only in the attention layers 0 and 2.
+  const auto& layers = report["model"]["layers"];
+  REQUIRE(layers.size() == 4);
+  const std::vector<std::string> kinds = {"attention", "none", "attention", "convolution"};
+  for (std::size_t index = 0; index < layers.size(); ++index) {
+    CHECK(layers[index]["index"] == index);
+    CHECK(layers[index]["path"] == "blocks." + std::to_string(index));
+    CHECK(layers[index]["kind"] == kinds[index]);
+  }
+  CHECK_FALSE(report["model"].contains("layers_note"));
+  REQUIRE(report["heads"].size() == 8);
+  std::vector<int> head_layers;
+  for (const auto& head : report["heads"]) head_layers.push_back(head["layer"].get<int>());
+  CHECK(head_layers == std::vector<int>{0, 0, 0, 0, 2, 2, 2, 2});
+  // The planted patterns follow their layers: block 0 [prev, first, uniform, self], block 2
+  // [self, prev, first, uniform] (make_models.py's CAUSAL_LAYERS).
+  CHECK(report["heads"][0]["primary"] == "previous-token");
+  CHECK(report["heads"][5]["primary"] == "previous-token");
+  CHECK(report["heads"][6]["primary"] == "first-token");
+
+  // heads.csv's layer column, the KV plan (a row per attention layer, named in config.json), the
+  // causal passes and the report's pages agree.
+  const std::string csv = headscan::testing::read_file(dir / "report" / "heads.csv");
+  CHECK_THAT(csv, Catch::Contains("\r\n2,1,1,previous-token,"));
+  CHECK_THAT(csv, !Catch::Contains("\r\n1,"));
+  CHECK(report["kv_plan"]["full_attention_heads"].size() == 2);
+  CHECK(read_json(dir / "report" / "kv_plan" / "config.json")["layers"] == nlohmann::json::array({0, 2}));
+  REQUIRE(report.contains("ablation"));
+  CHECK((report["kv_plan"].contains("loss_delta") || report["kv_plan"].contains("loss_note")));
+  for (const auto& head : report["heads"]) {
+    CHECK(std::isfinite(head["scores"]["importance"].get<double>()));
+    if (!head.contains("circuit")) continue;
+    for (const auto& link : head["circuit"]["depends_on"]) CHECK((link["layer"] == 0 || link["layer"] == 2));
+  }
+  CHECK(std::filesystem::exists(dir / "report" / "heads" / "L2H1.html"));
+  CHECK(std::filesystem::exists(dir / "report" / "data" / "L2H1.js"));
+  CHECK_FALSE(std::filesystem::exists(dir / "report" / "heads" / "L1H1.html"));
+  const std::string index = headscan::testing::read_file(dir / "report" / "index.html");
+  CHECK_THAT(index, Catch::Contains("Layers without an attention map") && Catch::Contains("1 none") &&
+                        Catch::Contains("3 convolution") && Catch::Contains("<div class=\"axis row\">L2</div>"));
+  CHECK_THAT(index, !Catch::Contains("<div class=\"axis row\">L1</div>"));
+
+  SECTION("compare matches heads by the model's layer index") {
+    const std::string out = (dir / "compare").string();
+    options.output_dir = (dir / "again").string();
+    options.ablation = false;
+    headscan::run_analysis(options);
+    const auto compared = run_headscan({"compare", (dir / "report").string(), (dir / "again").string(), "-o", out,
+                                        "-q", "--no-plots"});
+    INFO(compared.err);
+    REQUIRE(compared.exit_code == 0);
+    for (const auto& head : read_json(dir / "compare" / "compare.json")["heads"]) {
+      CHECK((head["layer"] == 0 || head["layer"] == 2));
+    }
+    // A run of the same shape numbered 0, 1 is another model's heads.
+    analyse("gpt2.pt", dir, "plain");
+    const auto other = run_headscan({"compare", (dir / "report").string(), (dir / "plain").string(), "-o",
+                                     (dir / "other").string(), "-q", "--no-plots"});
+    CHECK(other.exit_code == 2);
+    CHECK_THAT(other.err, Catch::Contains("layers 0, 2") && Catch::Contains("layers 0, 1"));
   }
 }
 

@@ -14,7 +14,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/errors.h"
 #include "reports/attention_data.h"
+#include "reports/model_layers_json.h"
 #include "reports/palette.h"
 #include "reports/plots.h"
 #include "reports/png_canvas.h"
@@ -319,4 +321,69 @@ TEST_CASE("reports of bidirectional models state only the labels they can get", 
   write_reports(grouped_directory.path, fixture.heads, fixture.examples, fixture.probes, ReportOptions{true, false});
   CHECK(read_file(grouped_directory.path / "heads" / "L0H1.html").find("key/value group 0") != std::string::npos);
   CHECK(read_file(grouped_directory.path / "index.html").find("kv group") != std::string::npos);
+}
+
+TEST_CASE("heads.json's layer numbering: written by the model's index, read back to the maps", "[reports][layers]") {
+  using Json = nlohmann::ordered_json;
+  LayerNumbering numbering;
+  numbering.layers = {{0, "model.layers.0", "linear attention"}, {1, "model.layers.1", "attention"},
+                      {2, "model.layers.2", "state space"}, {3, "model.layers.3", "attention"}};
+  numbering.attention_layers = {1, 3};
+  const auto by_map = [] {
+    Json document = {{"model", {{"layers", 2}, {"heads", 1}}}, {"heads", Json::array()}};
+    document["heads"].push_back({{"layer", 0}, {"head", 0}});
+    document["heads"].push_back({{"layer", 1}, {"head", 0}});
+    document["heads"][1]["circuit"] = {{"depends_on", Json::array({{{"layer", 0}, {"head", 0}, {"drop", 0.5}}})}};
+    return document;
+  };
+  SECTION("known: every layer listed, heads and circuit links by the model's index") {
+    Json document = by_map();
+    number_layers(document, numbering, 2);
+    CHECK(document["model"]["layers"].size() == 4);
+    CHECK(document["model"]["layers"][2] == Json({{"index", 2}, {"path", "model.layers.2"}, {"kind", "state space"}}));
+    CHECK(document["heads"][0]["layer"] == 1);
+    CHECK(document["heads"][1]["layer"] == 3);
+    CHECK(document["heads"][1]["circuit"]["depends_on"][0]["layer"] == 1);
+    CHECK_FALSE(document["model"].contains("layers_note"));
+    const DocumentLayers read = document_layers(document["model"], "heads.json");
+    CHECK(read.maps == 2);
+    CHECK(read.numbering.attention_layers == std::vector<int>{1, 3});
+    CHECK(read.numbering.map_of(3) == 1);
+    CHECK(read.numbering.map_of(2) == -1);
+    const ReportData data = read_report_data(document);
+    CHECK(data.layers == 2);
+    CHECK(data.at(1, 0).id() == "L3H0");
+    CHECK(data.at(1, 0).circuit->depends_on[0].layer == 0);  // by map inside the report
+    CHECK(data.layers_without_maps() == std::vector<std::string>{"0 linear attention", "2 state space"});
+  }
+  SECTION("unknown, or not matching the maps: the maps' numbering, and a note saying why") {
+    Json document = by_map();
+    number_layers(document, LayerNumbering{{}, {}, "the graph keeps no module names"}, 2);
+    CHECK(document["model"]["layers"] == 2);
+    CHECK(document["heads"][1]["layer"] == 1);
+    CHECK_THAT(document["model"]["layers_note"].get<std::string>(),
+               Catch::Contains("order of the attention maps") && Catch::Contains("the graph keeps no module names"));
+    Json three = by_map();
+    number_layers(three, numbering, 3);
+    CHECK(three["model"]["layers"] == 2);
+    CHECK_THAT(three["model"]["layers_note"].get<std::string>(), Catch::Contains("2 attention layers") &&
+                                                                      Catch::Contains("3 attention maps"));
+  }
+  SECTION("a damaged list is refused naming what is wrong") {
+    const auto error_of = [](const Json& layers) {
+      try {
+        document_layers(Json{{"layers", layers}}, "run/heads.json");
+      } catch (const InputError& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    CHECK_THAT(error_of(Json::array({{{"index", 1}, {"path", "a"}, {"kind", "attention"}}})),
+               Catch::Contains("run/heads.json") && Catch::Contains("index order from 0"));
+    CHECK_THAT(error_of(Json::array({{{"index", 0}, {"path", "a"}, {"kind", "mamba"}}})),
+               Catch::Contains("known kind"));
+    CHECK_THAT(error_of(Json::array({{{"index", 0}, {"path", "a"}, {"kind", "none"}}})),
+               Catch::Contains("no layer of kind \"attention\""));
+    CHECK_THAT(error_of("2"), Catch::Contains("must be"));
+  }
 }

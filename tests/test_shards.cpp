@@ -204,6 +204,23 @@ TEST_CASE("the merged report draws the single run's examples and plots", "[shard
   }
 }
 
+TEST_CASE("shards of a model with layers without attention merge to the single run's numbering",
+          "[shards][layers][e2e]") {
+  TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", long_word_corpus(600, 3));
+  const std::vector<std::string> options = {"--parser", "none", "--ablation", "--ablation-sequences", "4"};
+  const fs::path single = single_run(dir, fixture("hybrid.pt"), corpus, "single", options);
+  const auto shards = shard_runs(dir, fixture("hybrid.pt"), corpus, "hybrid", 2, options);
+  const fs::path merged = merge(dir, shards, "merged");
+  check_same_report(single, merged);
+  const nlohmann::json report = read_json(merged / "heads.json");
+  REQUIRE(report["model"]["layers"].is_array());
+  CHECK(report["model"]["layers"].size() == 4);
+  for (const auto& head : report["heads"]) CHECK((head["layer"] == 0 || head["layer"] == 2));
+  CHECK(fs::exists(merged / "heads" / "L2H3.html"));
+  CHECK_FALSE(fs::exists(merged / "heads" / "L1H0.html"));
+}
+
 TEST_CASE("shards with ablation merge to the single run's causal evidence", "[shards][ablation][e2e]") {
   TempDir dir;
   std::string text;
