@@ -246,13 +246,6 @@ def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress
     Raises InputError where the command line exits 2 and RunError where it exits 1, with its
     messages; KeyboardInterrupt (Ctrl-C) stops the run.
     """
-    if _live_module(model):
-        from ._live_export import archive_for_scan
-
-        with archive_for_scan(model, options.get("tokenizer"), metadata, options.get("max_length")) as archive:
-            options = {key: value for key, value in options.items()
-                       if key != "tokenizer" or isinstance(value, (str, os.PathLike))}
-            return scan(archive.path, corpus, progress=progress, **options)
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
     if isinstance(corpus, os.PathLike):
@@ -261,6 +254,14 @@ def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress
     _utf8(corpus, "corpus", _PATH_ADVICE)
     if metadata:
         _check_metadata(dict(metadata), "metadata")
+    if _live_module(model):
+        from ._live_export import archive_for_scan
+
+        _flags({key: value for key, value in options.items() if key != "tokenizer"})  # refused before the export
+        with archive_for_scan(model, options.get("tokenizer"), metadata, options.get("max_length")) as archive:
+            options = {key: value for key, value in options.items()
+                       if key != "tokenizer" or isinstance(value, (str, os.PathLike))}
+            return scan(archive.path, corpus, progress=progress, **options)
     tokenizer_json = ""
     tokenizer = options.get("tokenizer")
     if tokenizer is not None and not isinstance(tokenizer, (str, os.PathLike)):

@@ -5,6 +5,7 @@ that archive for any nn.Module that is not a ScriptModule."""
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import warnings
 from pathlib import Path
@@ -79,12 +80,25 @@ def _tokenizer_text(tokenizer: Any) -> Optional[str]:
 
 def _max_length(module: Any, max_length: Optional[int]) -> int:
     if max_length is not None:
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+        if isinstance(max_length, str) and max_length.isdigit():
+            max_length = int(max_length)
+        if isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral) or max_length < 2:
             raise InputError(f"max_length={max_length!r}: give a whole number of tokens, at least 2")
-        return max_length
+        return int(max_length)
     config = getattr(module, "config", None)
     positions = model_positions(config) if config is not None and hasattr(config, "model_type") else None
     return min(positions[0], DEFAULT_MAX_LENGTH) if positions else DEFAULT_MAX_LENGTH
+
+
+def takes_mask(module: Any) -> bool:
+    """Whether the module's forward takes an attention mask (by name, or as a second argument)."""
+    import inspect
+
+    parameters = inspect.signature(module.forward).parameters
+    if "attention_mask" in parameters:
+        return True
+    positional = [p for p in parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return "input_ids" not in parameters and len(positional) >= 2
 
 
 def _export(module: Any, tokenizer: Any, metadata: Optional[Mapping[str, Any]], max_length: Optional[int]):
@@ -119,7 +133,8 @@ def _export(module: Any, tokenizer: Any, metadata: Optional[Mapping[str, Any]], 
                 warnings.simplefilter("ignore", FutureWarning)
                 warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
                 exported = export_model(module, parsed, max_length=length, bos_token=bos_token, causal=causal,
-                                        causal_source="metadata", config=config, metadata=fields)
+                                        causal_source="metadata", takes_mask=takes_mask(module), config=config,
+                                        metadata=fields)
         finally:
             module.train(was_training)
     except ExportInputError as error:
