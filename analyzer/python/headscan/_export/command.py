@@ -109,7 +109,7 @@ def export(args):
     package(args.output, exported.program, extra_files(exported, tokenizer_text))
 
     metadata = exported.metadata
-    print(f"{args.output}: {type(model).__name__}, {len(exported.numbers)} attention layers, {exported.dtype}, "
+    print(f"{args.output}: {type(model).__name__}, {len(exported.numbers)} attention layer{'' if len(exported.numbers) == 1 else 's'}, {exported.dtype}, "
           f"forward(input_ids{'' if args.no_attention_mask else ', attention_mask'}) -> "
           f"{'hidden states' if exported.missing else 'logits'}, exported program")
     print(f"  name: {name} ({name_source})")
