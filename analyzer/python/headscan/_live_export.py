@@ -15,6 +15,7 @@ from ._core import InputError, RunError
 from ._export import ExportError, ExportInputError
 from ._export.exporter import export_model, extra_files
 from ._export.metadata import choose_bos, model_positions, unpadded_tokenizer
+from ._export.model import refuse_encoder_decoder
 from ._export.pt2 import package, package_to_memory
 
 # The longest sequence an export allows when neither max_length nor the model's positions say (the
@@ -113,6 +114,11 @@ def _export(module: Any, tokenizer: Any, metadata: Optional[Mapping[str, Any]], 
     parsed = unpadded_tokenizer(text) if text is not None else None
     config = getattr(module, "config", None)
     config = config if hasattr(config, "to_dict") else None
+    if config is not None:
+        try:
+            refuse_encoder_decoder(config, ExportInputError)
+        except ExportInputError as error:
+            raise InputError(str(error)) from None
     length = _max_length(module, fields.pop("max_length", max_length))
     try:
         if "bos_token" in fields:
