@@ -7,9 +7,11 @@ model     the model: its size from the config, its class, loading it, the wrappe
 checks    what an archive must satisfy before it is saved (graph, attention rows, shapes, lengths,
           padding), the archive compared with the eager model;
 ops       headscan's two operators (headscan::observe, headscan::attention) as torch.export sees them;
-program   torch.export, the observers placed on the attention probabilities, the model's layers;
-pt2       the checks on the exported program and the .pt2 archive written;
-command   `headscan export`'s command line.
+program   torch.export, the observers placed on the attention probabilities;
+layers    the model's layers as it numbers them, with their kinds;
+pt2       the checks on the exported program and the .pt2 archive written (to a file or to memory);
+exporter  a live model exported and checked: the program and its headscan.json;
+command   `headscan export`'s command line (python -m headscan export, or python -m _export).
 
 This package imports nothing of headscan's (scripts/export_hf.py loads it as a top-level package,
 without headscan's C++ core).
