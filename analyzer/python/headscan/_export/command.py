@@ -74,6 +74,9 @@ def parse_args(argv):
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="a Hugging Face model directory (save_pretrained)")
     parser.add_argument("output", metavar="OUT.pt2", help="the exported program's archive to write")
     add_model_options(parser)
+    parser.add_argument("--device", default="cpu", metavar="DEVICE",
+                        help="where the program runs: cpu (default) or cuda[:N]; an exported program holds its "
+                             "device, and headscan runs it there")
     args = parser.parse_args(argv)
     if args.max_length is not None and args.max_length < 2:
         parser.error("--max-length must be at least 2")
@@ -83,6 +86,20 @@ def parse_args(argv):
     return args
 
 
+def parse_device(text):
+    import torch
+
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        raise ExportInputError(f"--device {text}: expected cpu or cuda[:N]") from None
+    if device.type not in ("cpu", "cuda"):
+        raise ExportInputError(f"--device {text}: expected cpu or cuda[:N]")
+    if device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()):
+        raise ExportInputError(f"--device {text}: this machine's torch sees {torch.cuda.device_count()} CUDA devices")
+    return device
+
+
 def export(args):
     from transformers.utils import logging as transformers_logging
 
@@ -90,6 +107,7 @@ def export(args):
     if not args.output.endswith(".pt2"):
         raise ExportInputError(f"{args.output}: the archive's name must end in .pt2 (an exported program); "
                                "scripts/export_hf.py writes TorchScript archives (.pt)")
+    device = parse_device(args.device)
     config = read_config(args.model_dir, args.trust_remote_code)
     refuse_encoder_decoder(config, ExportInputError)
     check_size(config, args.dtype)
@@ -99,7 +117,7 @@ def export(args):
     max_length, max_length_source = choose_max_length(args, config, args.model_dir)
     name, name_source = (args.name, "--name") if args.name else default_name(args.model_dir)
 
-    model = load_model(args, config)
+    model = load_model(args, config).to(device)
     vocab_size = model.get_input_embeddings().num_embeddings
     if tokenizer.get_vocab_size() > vocab_size:
         print(f"{PROG}: warning: the tokenizer has {tokenizer.get_vocab_size()} tokens, the model's "

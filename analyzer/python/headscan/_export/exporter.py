@@ -107,8 +107,13 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
         vocab_size = getattr(embeddings, "num_embeddings", None) or 50
     parameter = next(model.parameters(), None)
     dtype = parameter.dtype if parameter is not None else torch.float32
+    device = parameter.device if parameter is not None else torch.device("cpu")
     bos_id = tokenizer.token_to_id(bos_token) if bos_token else None
     pad_id = bos_id if bos_id is not None else 0
+
+    def batch(rows):
+        return tuple(tensor.to(device) for tensor in padded_batch(rows, pad_id))
+
     wrapper = Wrapper(model, takes_mask).eval()
 
     example, check_batches, check_length = example_lengths(max_length, takes_mask)
@@ -118,22 +123,22 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     lengths = checks.lengths_to_check(blocks, max_length, check_length)
 
     with torch.no_grad(), exportable_experts(model):
-        example_inputs = padded_batch(example_rows_, pad_id)
+        example_inputs = batch(example_rows_)
         if not takes_mask:
             example_inputs = example_inputs[:1]
         ep, min_length, layers, numbers = exported_program(wrapper, example_inputs, max_length, config)
         recorder = Recorder(ep)
-        probe = padded_batch(example_rows_[:1], pad_id)
+        probe = batch(example_rows_[:1])
         recorder(*(probe if takes_mask else probe[:1]))
         check_rows(recorder.attentions, numbers, dtype)
         if causal is None:
             causal, causal_source = checks.measure_causal(recorder.attentions), "measured on the program's attention"
-        check_shapes(recorder, wrapper, example_inputs[0].shape, batches, pad_id, takes_mask, dtype)
-        exact = check_lengths(recorder, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype, blocks=blocks,
+        check_shapes(recorder, wrapper, example_inputs[0].shape, batches, batch, takes_mask, dtype)
+        exact = check_lengths(recorder, wrapper, tokenizer, bos_id, vocab_size, batch, dtype, blocks=blocks,
                               lengths=lengths, exact={len(row) for rows in batches for row in rows},
                               example_length=example[0])
         if takes_mask:
-            check_padding(recorder, numbers, batches[0], pad_id, dtype)
+            check_padding(recorder, numbers, batches[0], batch, dtype)
         output = wrapper(*example_inputs)
         missing = missing_outputs(model, output, tokenizer.get_vocab_size() or vocab_size, causal)
 

@@ -11,7 +11,7 @@ import os
 import tempfile
 
 from . import ExportError, ExportInputError, checks
-from .model import example_rows, padded_batch
+from .model import example_rows
 from .ops import attention_math, define
 
 
@@ -52,10 +52,10 @@ def check_rows(attentions, numbers, dtype):
                               f"{sums.max().item():.3f}: not probabilities over the keys")
 
 
-def check_shapes(program, wrapper, example_shape, batches, pad_id, takes_mask, dtype):
+def check_shapes(program, wrapper, example_shape, batches, batch, takes_mask, dtype):
     """The program has not fixed the example's batch size or length."""
     for rows in batches:
-        inputs = padded_batch(rows, pad_id)
+        inputs = batch(rows)
         inputs = inputs if takes_mask else inputs[:1]
         found = checks.difference(program, wrapper, inputs, dtype)
         if found:
@@ -64,14 +64,14 @@ def check_shapes(program, wrapper, example_shape, batches, pad_id, takes_mask, d
                                    "flow (the model's forward depends in Python on the example's shape or values)")
 
 
-def check_lengths(program, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype, *, blocks, lengths, exact,
+def check_lengths(program, wrapper, tokenizer, bos_id, vocab_size, batch, dtype, *, blocks, lengths, exact,
                   example_length):
     """The program gives the model's output at every length of `lengths`; refused (exit 2) at the
     first where it does not, naming the longest length where it is exact."""
     exact = sorted(exact)
 
     def differs(length):
-        ids, mask = padded_batch(example_rows(tokenizer, bos_id, [length], vocab_size), pad_id)
+        ids, mask = batch(example_rows(tokenizer, bos_id, [length], vocab_size))
         return checks.difference(program, wrapper, (ids, mask) if wrapper.takes_mask else (ids,), dtype)
 
     for length in lengths:
@@ -96,14 +96,14 @@ def check_lengths(program, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype
     return exact
 
 
-def check_padding(recorder, numbers, rows, pad_id, dtype):
+def check_padding(recorder, numbers, rows, batch, dtype):
     """Real tokens of a padded row see what they see alone: the program's attention and output."""
-    ids, mask = padded_batch(rows, pad_id)
+    ids, mask = batch(rows)
     batch_output = recorder(ids, mask)
     batch_attentions = recorder.attentions
     for b, row in enumerate(rows):
         n = len(row)
-        alone_ids, alone_mask = padded_batch([row], pad_id)
+        alone_ids, alone_mask = batch([row])
         alone_output = recorder(alone_ids, alone_mask)
         for number, padded, single in zip(numbers, batch_attentions, recorder.attentions):
             if not checks.close(padded[b, :, :n, :n], single[0], dtype):
