@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Union
 from ._core import InputError, RunError
 from ._export import ExportError, ExportInputError
 from ._export.exporter import export_model, extra_files
-from ._export.metadata import choose_bos, model_positions, unpadded_tokenizer
+from ._export.metadata import choose_bos, default_name, model_positions, unpadded_tokenizer
 from ._export.model import refuse_encoder_decoder
 from ._export.pt2 import package, package_to_memory
 
@@ -91,6 +91,15 @@ def _max_length(module: Any, max_length: Optional[int]) -> int:
     return min(positions[0], DEFAULT_MAX_LENGTH) if positions else DEFAULT_MAX_LENGTH
 
 
+def _name(module: Any, config: Any) -> str:
+    """headscan.json's name of a live module: its hub name, or the folder it was loaded from named as
+    headscan export names it, else its class's name."""
+    stored = getattr(config, "_name_or_path", None) if config is not None else None
+    if isinstance(stored, str) and stored:
+        return default_name(stored)[0] if os.path.isdir(stored) else stored
+    return type(module).__name__
+
+
 def takes_mask(module: Any) -> bool:
     """Whether the module's forward takes an attention mask (by name, or as a second argument)."""
     import inspect
@@ -130,7 +139,7 @@ def _export(module: Any, tokenizer: Any, metadata: Optional[Mapping[str, Any]], 
     except ExportError as error:  # the template puts several tokens before the text
         raise InputError(f"{error} (here: metadata={{\"bos_token\": TOKEN or None}})") from None
     try:
-        fields.setdefault("name", getattr(config, "_name_or_path", None) or type(module).__name__)
+        fields.setdefault("name", _name(module, config))
         causal = fields.pop("causal", None)
         was_training = module.training
         module.eval()
