@@ -15,7 +15,7 @@ What it writes
   "bos_token", "max_length", "causal", "n_kv_heads"}), and "layers": every layer of the model's
   stack with its index, module path and kind (attention, linear attention, state space,
   convolution, none), and "min_length", the shortest length the program takes, where it is more
-  than 2 (a branch on short lengths in the model's Python: shorter sequences are padded to it).
+  than 2 (a branch on short lengths in the model's Python: shorter sequences must be padded to it).
   The fields are chosen as scripts/export_hf.py chooses them.
 
 Checks before saving, on the exported program against the model: attention rows sum to at most 1;
@@ -137,8 +137,8 @@ def export(args):
     print(f"  bos_token: {bos_token or 'none'} ({bos_source})")
     print(f"  max_length: {max_length} ({max_length_source})")
     if "min_length" in metadata:
-        print(f"  min_length: {metadata['min_length']} (the program takes no shorter sequence: they are padded "
-              "to it)")
+        print(f"  min_length: {metadata['min_length']} (the program takes no shorter sequence: shorter ones "
+              "must be padded to it)")
     print(f"  causal: {str(metadata['causal']).lower()} ({exported.causal_source})")
     if "n_kv_heads" in metadata:
         print(f"  n_kv_heads: {metadata['n_kv_heads']}")

@@ -84,7 +84,7 @@ def shortest_length(ep, max_length, takes_mask):
     if lower > 2 and not takes_mask:
         raise ExportInputError(f"data-dependent control flow: the model's forward takes a Python branch on the "
                                f"sequence's length, so the exported program holds lengths of {held} tokens only; "
-                               "headscan pads shorter sequences to that length only where the model takes an "
+                               "shorter sequences can be padded to that length only where the model takes an "
                                "attention mask (export without --no-attention-mask)")
     return lower
 
