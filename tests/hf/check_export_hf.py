@@ -215,9 +215,14 @@ def check(arch, headscan, corpus, work):
     with open(os.path.join(report, "heads.json"), encoding="utf-8") as f:
         heads = json.load(f)
 
-    with TRANSFORMERS_LOCK:
-        reference, layers, n_heads = reference_scores(model_dir, records, special_ids(tokenizer_json), arch["causal"])
     model = heads["model"]
+    # Heads carry the model's layer index; a hybrid's reference is keyed by it too.
+    numbered = [layer["index"] for layer in model["layers"] if layer["kind"] == "attention"] \
+        if isinstance(model["layers"], list) else None
+    hybrid = {"attention_layers": numbered} if numbered and numbered != list(range(len(numbered))) else {}
+    with TRANSFORMERS_LOCK:
+        reference, layers, n_heads = reference_scores(model_dir, records, special_ids(tokenizer_json), arch["causal"],
+                                                      **hybrid)
     # model.layers lists the model's layers when the trace kept the module paths (heads then carry
     # the model's layer index); a number, with model.layers_note saying why, when it did not.
     attention_layers = model["layers"]

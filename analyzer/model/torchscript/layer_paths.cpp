@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -120,7 +121,13 @@ std::optional<Site> site_of(const std::string& path) {
   return std::nullopt;
 }
 
-// A layer without attention map: its kind from the class names of its modules (itself included).
+// Whether the class name `name` (lower case) contains one of `parts`.
+bool names_any(const std::string& name, std::initializer_list<const char*> parts) {
+  return std::any_of(parts.begin(), parts.end(), [&name](const char* part) { return name.find(part) != std::string::npos; });
+}
+
+// A layer without attention map: its kind from the class names of its modules (itself included),
+// by the same names as `headscan export` (headscan/_export/layers.py).
 std::string layer_kind(const torch::jit::Module& layer) {
   bool linear = false;
   bool state_space = false;
@@ -128,16 +135,34 @@ std::string layer_kind(const torch::jit::Module& layer) {
   for (const torch::jit::NameModule& named : layer.named_modules()) {
     const auto& type_name = named.value.type()->name();
     if (!type_name) continue;
-    const std::string name = type_name->name();  // the class's own name, without its module
-    const auto has = [&name](const char* part) { return name.find(part) != std::string::npos; };
-    linear = linear || has("DeltaNet") || has("LinearAttention") || has("Lightning");
-    state_space = state_space || has("Mamba") || has("SSM") || has("Mixer");
-    convolution = convolution || has("Conv");
+    std::string name = type_name->name();  // the class's own name, without its module
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    linear = linear || names_any(name, {"deltanet", "linearattention", "linearattn", "lightning", "retention", "rwkv",
+                                        "gatedlinear"});
+    state_space = state_space || names_any(name, {"mamba", "ssm", "statespace"});
+    convolution = convolution || names_any(name, {"conv", "hyena"});
   }
   if (linear) return kLinearAttentionLayer;
   if (state_space) return kStateSpaceLayer;
   if (convolution) return kConvolutionLayer;
   return kNoAttentionLayer;
+}
+
+// The attribute path of the model inside wrappers: a root module whose only content is one
+// module (as export_hf.py's wrapper, whose "model" is the model) adds nothing to the paths, which
+// are then the model's own ("model.layers.3", as `headscan export` writes them).
+std::string wrapper_prefix(const torch::jit::Module& module) {
+  std::string prefix;
+  torch::jit::Module root = module;
+  for (;;) {
+    const auto children = root.named_children();
+    if (children.size() != 1 || root.named_parameters(false).size() != 0 || root.named_buffers(false).size() != 0) {
+      return prefix;
+    }
+    const torch::jit::NameModule child = *children.begin();
+    prefix += child.name + ".";
+    root = child.value;
+  }
 }
 
 LayerNumbering unknown(std::string note) {
@@ -210,6 +235,9 @@ LayerNumbering torchscript_layer_numbering(const torch::jit::Module& module, con
     start = dot + 1;
   }
 
+  const std::string layer_path = sites.front().stack + ".";
+  std::string prefix = wrapper_prefix(module);
+  if (prefix.size() >= layer_path.size() || layer_path.compare(0, prefix.size(), prefix) != 0) prefix.clear();
   LayerNumbering numbering;
   std::size_t next_site = 0;
   for (const torch::jit::NameModule& child : stack.named_children()) {
@@ -218,7 +246,7 @@ LayerNumbering torchscript_layer_numbering(const torch::jit::Module& module, con
       return unknown(fmt::format("the module list {} holding the attention layers has a child named {} where layer "
                                  "{} was expected", sites.front().stack, child.name, index));
     }
-    ModelLayer layer{index, sites.front().stack + "." + child.name, kNoAttentionLayer};
+    ModelLayer layer{index, layer_path.substr(prefix.size()) + child.name, kNoAttentionLayer};
     if (next_site < sites.size() && sites[next_site].layer == index) {
       layer.kind = kAttentionLayer;
       numbering.attention_layers.push_back(index);
