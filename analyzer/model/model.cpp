@@ -50,11 +50,11 @@ InstrumentedModel::~InstrumentedModel() = default;
 std::string InstrumentedModel::capture_method() const { return softmax_count() > 0 ? "graph" : "outputs"; }
 
 std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& path, const std::string& dtype,
-                                                         const c10::Device& device) {
+                                                         const c10::Device& device, bool exact_device) {
   // By content: a .pt2 package is an exported program whatever its name, any other zip a TorchScript
   // archive (torch.jit.save's, also when named .pt2).
   const std::optional<bool> exported = is_exported_program(path);
-  if (exported.value_or(ends_with(path, ".pt2"))) return load_exported_program(path, dtype, device);
+  if (exported.value_or(ends_with(path, ".pt2"))) return load_exported_program(path, dtype, device, exact_device);
   return load_torchscript_model(path, dtype, device);
 }
 

@@ -33,7 +33,9 @@ namespace {
 
 void load_model_and_text(RunState& state, const c10::Device& device) {
   const AnalysisOptions& options = state.options;
-  state.model = InstrumentedModel::load(options.model_path, options.dtype, device);
+  // --device auto: a model that cannot move runs where it is, and the run
+  // follows it (InstrumentedModel::device()).
+  state.model = InstrumentedModel::load(options.model_path, options.dtype, device, options.device != "auto");
   const ModelMetadata& metadata = state.model->metadata();
   state.text = resolve_text_setup(TextSources{options.tokenizer_path, options.model_path,
                                               state.model->embedded_tokenizer(), &metadata, options.max_length});
@@ -47,7 +49,7 @@ void load_model_and_text(RunState& state, const c10::Device& device) {
   state.punctuation_table = torch::from_blob(punctuation.data(), {static_cast<std::int64_t>(punctuation.size())},
                                              torch::kUInt8)
                                 .to(torch::kBool)
-                                .to(device);
+                                .to(state.model->device());
 }
 
 // Opens the corpus and reads its first document, on which the model's shape is detected. A shard
@@ -293,6 +295,12 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
   RunState state(options);
   load_model_and_text(state, device);
   run.dtype = state.model->dtype();
+  const c10::Device& model_device = state.model->device();
+  if (model_device != device) {
+    run.device = model_device.str();
+    run.device_name = device_name(model_device);
+    reset_peak_device_memory(model_device);
+  }
   state.thresholds = resolve_thresholds(options.thresholds);
   const Thresholds& thresholds = state.thresholds;
   end_phase("load");
@@ -308,7 +316,7 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
   }
 
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.peak_device_memory = peak_device_memory(device);
+  run.peak_device_memory = peak_device_memory(model_device);
   if (spooled != nullptr) {
     for (std::string& warning : state.warnings) warning = spooled->named(warning);
   }

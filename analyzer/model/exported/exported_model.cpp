@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Logging.h>
 #include <torch/nativert/ModelRunnerHandle.h>
@@ -109,18 +110,22 @@ class ExportedProgram final : public InstrumentedModel {
       inputs.emplace_back(mask != nullptr ? mask->to(state_.setting.device) : at::ones_like(device_ids));
     }
     // NativeRT runs the program in inference mode; what the callbacks keep (running sums, edits)
-    // must stay ordinary tensors, which later code may update in place.
+    // must stay ordinary tensors, which later code may update in place, computed with the caller's
+    // grad mode (leaving inference mode would turn gradients on).
+    const bool gradients = c10::GradMode::is_enabled();
     AttentionCallback observed;
     if (on_attention) {
-      observed = [&on_attention](int layer, const at::Tensor& attention) {
-        c10::InferenceMode ordinary(false);
+      observed = [&on_attention, gradients](int layer, const at::Tensor& attention) {
+        const c10::InferenceMode ordinary(false);
+        const c10::AutoGradMode grad_mode(gradients);
         on_attention(layer, attention);
       };
     }
     AttentionEdit edited;
     if (edit != nullptr && *edit) {
-      edited = [edit](int layer, const at::Tensor& attention) {
-        c10::InferenceMode ordinary(false);
+      edited = [edit, gradients](int layer, const at::Tensor& attention) {
+        const c10::InferenceMode ordinary(false);
+        const c10::AutoGradMode grad_mode(gradients);
         return (*edit)(layer, attention);
       };
     }
@@ -154,7 +159,7 @@ LayerNumbering layers_of(const ExportedState& state) {
 }  // namespace
 
 std::unique_ptr<InstrumentedModel> load_exported_program(const std::string& path, const std::string& dtype,
-                                                         const c10::Device& device) {
+                                                         const c10::Device& device, bool exact_device) {
   check_archive_file(path, kExportedFile);
   ExportedState state;
   state.path = path;
@@ -191,7 +196,7 @@ std::unique_ptr<InstrumentedModel> load_exported_program(const std::string& path
   const c10::Device own(program.device);
   const bool same_device = own.type() == device.type() && (!device.has_index() || !own.has_index() ||
                                                            own.index() == device.index());
-  if (!same_device) {
+  if (!same_device && exact_device) {
     throw InputError(fmt::format("--device {}: {} is an exported program whose weights are on {}; NativeRT runs a "
                                  "program where it was exported, and its public interface cannot move it; run "
                                  "with --device {}, or export the model on {} (headscan export --device {})",

@@ -14,10 +14,11 @@
 namespace headscan {
 
 // InstrumentedModel::load for an exported program; the same contract, except that the program
-// runs in the dtype and on the device it was exported for (another --dtype or --device is
-// InputError saying how to export for it) and that no gradient flows through it (NativeRT runs in
-// inference mode: gradient_limit() says so).
+// runs in the dtype and on the device it was exported for (another --dtype, or another --device
+// when `exact_device`, is InputError saying how to export for it; without `exact_device` it runs
+// where it is) and that no gradient flows through it (NativeRT runs in inference mode:
+// gradient_limit() says so).
 std::unique_ptr<InstrumentedModel> load_exported_program(const std::string& path, const std::string& dtype,
-                                                         const c10::Device& device);
+                                                         const c10::Device& device, bool exact_device);
 
 }  // namespace headscan

@@ -187,12 +187,12 @@ std::unique_ptr<InstrumentedModel> load_torchscript_model(const std::string& pat
                                                           const c10::Device& device) {
   TorchScriptState impl;
   impl.path = path;
-  const std::optional<at::ScalarType> cast = dtype.empty() ? std::nullopt : std::optional(dtype_of(dtype));
+  const at::ScalarType cast = dtype.empty() ? at::kFloat : dtype_of(dtype);  // a --dtype it does not know: before loading
   torch::jit::ExtraFilesMap extra{{"tokenizer.json", ""}, {"headscan.json", ""}};
   impl.module = load_module(path, extra);
   impl.module.eval();
   const std::string own_dtype = parameter_dtype(impl.module);
-  if (cast) impl.module.to(*cast);
+  if (!dtype.empty()) impl.module.to(cast);
   impl.setting.device = device;
   if (!device.is_cpu()) {
     try {
