@@ -60,7 +60,9 @@ for ((r = 0; r < repeats; ++r)); do
 import json, sys
 d = json.load(open(sys.argv[1]))
 p = d["run"]["phases"]
-print(p["corpus"], p["importance"], p["ablation"], p["pruning"], p["circuits"], d["model"]["layers"], d["model"]["heads"])
+layers = d["model"]["layers"]  # the model's layers (index, path, kind), or the number of attention layers
+layers = sum(l["kind"] == "attention" for l in layers) if isinstance(layers, list) else layers
+print(p["corpus"], p["importance"], p["ablation"], p["pruning"], p["circuits"], layers, d["model"]["heads"])
 ' "$work/report/heads.json" >> "$work/phases.txt"
 done
 

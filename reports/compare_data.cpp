@@ -153,7 +153,7 @@ CompareRun parse_compare_run(const std::string& text, const std::string& origin)
   std::optional<std::int64_t> layers;
   LayerNumbering numbering;
   if (model.contains("layers") && model["layers"].is_array()) {
-    DocumentLayers numbered = document_layers(model, where);
+    DocumentLayers numbered = document_layers(model, origin);
     layers = numbered.maps;
     numbering = std::move(numbered.numbering);
   } else {
