@@ -1,5 +1,5 @@
 // A run's heads.json, as `headscan compare` reads it: accepted runs have layers × heads checked
-// heads in layer-major order, and compare.json and compare.csv of the run beside itself are made
+// heads in layer-major order (each named by the model's index of its attention map), and compare.json and compare.csv of the run beside itself are made
 // without any error but InputError.
 
 #include <string>
@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     HEADSCAN_FUZZ_CHECK(run.document["heads"].size() == static_cast<std::size_t>(run.layers) * run.heads);
     for (int layer = 0; layer < run.layers; ++layer) {
       for (int head = 0; head < run.heads; ++head) {
-        HEADSCAN_FUZZ_CHECK(run.head(layer, head)["layer"] == layer && run.head(layer, head)["head"] == head);
+        HEADSCAN_FUZZ_CHECK(run.head(layer, head)["layer"] == run.numbering.model_index(layer) &&
+                            run.head(layer, head)["head"] == head);
       }
     }
     headscan::CompareRun later = run;

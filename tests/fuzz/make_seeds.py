@@ -306,6 +306,11 @@ def compare_run_seeds():
     write("compare_run", "heads.json", json.dumps(report, indent=1))
     write("compare_run", "minimal.json", json.dumps({"model": {"layers": 1, "heads": 1},
                                                      "heads": [head(0, 0, "none", [], {})]}))
+    # A hybrid: every layer of the model listed, heads only in its attention layer 1.
+    layers = [{"index": 0, "path": "model.layers.0", "kind": "linear attention"},
+              {"index": 1, "path": "model.layers.1", "kind": "attention"}]
+    write("compare_run", "hybrid.json", json.dumps({"model": {"layers": layers, "heads": 1},
+                                                    "heads": [head(1, 0, "none", [], {})]}))
 
 
 def main():
