@@ -14,7 +14,10 @@ BYTES_PER_PARAMETER = {"float32": 4, "bfloat16": 2, "float16": 2}
 def config_int(config, names):
     """(value, field) of the first of `names` the config holds as a non-negative int, else (None, None)."""
     for name in names:
-        value = getattr(config, name, None)
+        try:
+            value = getattr(config, name, None)
+        except Exception:  # noqa: BLE001 - a config refusing a field that varies by layer (Gemma 4's head_dim)
+            value = None
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value, name
     return None, None

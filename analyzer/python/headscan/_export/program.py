@@ -23,6 +23,7 @@ from torch.export import Dim
 from . import ExportError, ExportInputError
 from .layers import layer_stack, model_layers
 from .ops import define
+from .nativert_rewrites import explicit_scalars, real_complex_products
 
 # The operators' namespaces the C++ runtime has: ATen's and headscan's.
 RUNTIME_NAMESPACES = {"aten", "prims", "headscan"}
@@ -292,10 +293,12 @@ def exported_program(wrapper, example_inputs, max_length, config=None):
     # Export's training IR holds higher-order operators (the rotary embedding's
     # wrap_with_set_grad_enabled) that NativeRT does not run; decomposed, the graph is ATen and
     # headscan's operators.
+    real_complex_products(ep.graph_module)
     try:
         ep = ep.run_decompositions({})
     except Exception as e:  # noqa: BLE001
         raise ExportError(f"decomposing the exported program failed: {type(e).__name__}: {first_lines(e)}") from e
+    explicit_scalars(ep.graph_module)
     foreign = sorted({str(node.target) for node in ep.graph.nodes if node.op == "call_function"
                       and isinstance(node.target, torch._ops.OpOverload) and node.target.namespace not in RUNTIME_NAMESPACES})
     if foreign:
