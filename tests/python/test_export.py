@@ -195,6 +195,39 @@ def test_lfm2s_convolution_layers_are_listed():
     assert exported.numbers == [1, 3] and exported.exact[-1] == 80
 
 
+class RotatingAttention(SelfAttention):
+    """Attention whose keys turn by a complex rotation (Llama 4's rotary embedding) and whose mask
+    comes from tensor // block (Llama 4's chunked attention)."""
+
+    def forward(self, x):
+        length = x.shape[1]
+        positions = torch.arange(length, device=x.device)
+        angles = torch.polar(torch.ones(length, 2), positions[:, None].float() * torch.tensor([0.1, 0.01]))
+        turned = torch.view_as_real(torch.view_as_complex(self.query(x).view(x.shape[0], length, 4, 2)) *
+                                    angles.repeat(1, 2) * 1.0).flatten(2)
+        q = turned.view(x.shape[0], length, 2, 4).transpose(1, 2)
+        same_block = (positions[:, None] // 4) == (positions[None, :] // 4)
+        visible = same_block & (positions[:, None] >= positions[None, :])
+        probs = (q @ q.transpose(-1, -2)).masked_fill(~visible, float("-inf")).softmax(-1)
+        return x + (probs @ q).transpose(1, 2).reshape(x.shape)
+
+
+def test_numbers_and_complex_products_are_written_for_nativert():
+    model = Hybrid([RotatingAttention()]).eval()
+    exported = export_toy(model)
+    for node in exported.program.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        tensors = [a.name for a in node.target._schema.arguments if isinstance(a.type, torch.TensorType)]
+        given = dict(zip([a.name for a in node.target._schema.arguments], node.args), **node.kwargs)
+        assert not any(isinstance(given.get(name), (int, float)) for name in tensors), node.format_node()
+        if node.target in (torch.ops.aten.mul.Tensor, torch.ops.aten.mul.Scalar):
+            assert not node.args[0].meta["val"].is_complex(), node.format_node()
+    ids = torch.arange(30).view(1, 30) % 50
+    with torch.no_grad():
+        assert (exported.program.module()(ids) - model(ids)).abs().max().item() < 1e-5
+
+
 def test_a_layer_with_two_softmaxes_is_refused():
     raises(ExportInputError, "layer 1 (layers.1) has 2 attention softmaxes", export_toy,
            Hybrid([Feedforward(), SelfAttention(softmaxes=2)]))
