@@ -258,6 +258,20 @@ TEST_CASE("merge refuses counts, means, names, versions and times a shard cannot
                Contains("agree.thresholds") && Contains("loudness"));
     CHECK_THAT(damaged.refused(1, [](Json& state) { state["agree"]["shape"]["layers"] = 7; }),
                Contains("agree.shape is"));
+    // The document's model.layers: a number of attention layers, or the model's list of them.
+    CHECK_THAT(damaged.refused(1,
+                               [](Json& state) {
+                                 state["document"]["model"]["layers"] = Json::array(
+                                     {{{"index", 0}, {"path", "blocks.0"}, {"kind", "attention"}},
+                                      {{"index", 1}, {"path", "blocks.1"}, {"kind", "none"}}});
+                               }),
+               Contains("document.model's layers and heads are not those of shape"));
+    CHECK_THAT(damaged.refused(1,
+                               [](Json& state) {
+                                 state["document"]["model"]["layers"] = Json::array(
+                                     {{{"index", 0}, {"path", "blocks.0"}, {"kind", "recurrent"}}});
+                               }),
+               Contains("model.layers must list") && Contains("known kind"));
   }
 
   {
