@@ -122,10 +122,17 @@ TORCH_LIBRARY(headscan, m) {
                       c10::AliasAnalysisKind::FROM_SCHEMA),
         observe_softmax);
   m.def(torch::schema(kEagerAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA), eager_attention);
-  m.def("headscan::observe(Tensor probs, int layer) -> Tensor", observe);
+  m.def("headscan::observe(Tensor probs, int layer) -> Tensor");
   m.def("headscan::attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float dropout_p, "
-        "bool is_causal, float? scale, bool enable_gqa, int layer) -> Tensor",
-        attention);
+        "bool is_causal, float? scale, bool enable_gqa, int layer) -> Tensor");
+}
+
+// The exported program's operators have kernels for every backend but are not decomposed into
+// them (CompositeExplicitAutograd, not the implicit catch-all): torch.export keeps them as operators
+// in the program, with the shapes of their fake implementations (headscan/_export/ops.py).
+TORCH_LIBRARY_IMPL(headscan, CompositeExplicitAutograd, m) {
+  m.impl("observe", observe);
+  m.impl("attention", attention);
 }
 
 }  // namespace
