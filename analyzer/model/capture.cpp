@@ -127,9 +127,10 @@ TORCH_LIBRARY(headscan, m) {
         "bool is_causal, float? scale, bool enable_gqa, int layer) -> Tensor");
 }
 
-// The exported program's operators have kernels for every backend but are not decomposed into
-// them (CompositeExplicitAutograd, not the implicit catch-all): torch.export keeps them as operators
-// in the program, with the shapes of their fake implementations (headscan/_export/ops.py).
+// The exported program's operators have explicit kernels for every backend
+// (CompositeExplicitAutograd), not the implicit catch-all, so that Python can give them the fake
+// implementations torch.export traces with (headscan/_export/ops.py): register_fake refuses an
+// operator with a CompositeImplicitAutograd kernel.
 TORCH_LIBRARY_IMPL(headscan, CompositeExplicitAutograd, m) {
   m.impl("observe", observe);
   m.impl("attention", attention);
