@@ -218,3 +218,152 @@ def build_model_dir(arch, model_dir):
     special = {f"{k}_token": v for k, v in tokens.items()}
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, model_max_length=arch["positions"],
                             **special).save_pretrained(model_dir)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exported programs (tests/hf/check_export_pt2.py, `headscan export`): positions for 300 tokens and
+# block sizes far below that (sliding windows of 16 tokens, attention chunks of 32, the 64-token
+# chunks of linear attention, Mamba-2 chunks of 32), so that sequences of about 40 and 300 tokens
+# cross them. `kinds`: every layer's kind as heads.json's model.layers must say it (None: every
+# layer is attention); `refusal`: `headscan export` must exit 2 with this text in its message.
+
+PT2_POSITIONS = 512
+WINDOW = 16
+ATTENTION_CHUNK = 32
+SSM_CHUNK = 32
+
+FOUR_LAYERS = dict(SMALL, num_hidden_layers=4, max_position_embeddings=PT2_POSITIONS)
+# Hybrids: a linear-attention or state-space layer, then an attention layer (its map is the first,
+# its layer the second). Two layers only: torch.export of a chunked layer takes tens of seconds.
+HYBRID_LAYERS = dict(SMALL, num_hidden_layers=2, max_position_embeddings=PT2_POSITIONS)
+HYBRID_PATTERN = ["linear_attention", "full_attention"]
+LINEAR_KINDS = ["linear attention", "attention"]
+SSM_KINDS = ["state space", "attention"]
+MAMBA2 = dict(mamba_n_heads=4, mamba_d_head=16, mamba_d_state=16, mamba_n_groups=1, mamba_chunk_size=SSM_CHUNK,
+              mamba_expand=1)
+# The reason headscan export gives for a model whose computation depends on the length through
+# Python (a loop over chunks or tokens, a branch on the length).
+DATA_DEPENDENT = "data-dependent control flow"
+
+
+def pt2_architecture(name, cls, style, config, *, bos, causal=True, kinds=None, refusal=None, new_process=False,
+                     max_length=None):
+    """max_length: `headscan export --max-length N`, and the longest sequence analysed (default 300)."""
+    arch = architecture(name, cls, style, config, causal=causal, bos=bos, refusal=refusal, refusal_exit=2,
+                        new_process=new_process, positions=PT2_POSITIONS,
+                        options=["--max-length", str(max_length)] if max_length else ())
+    arch["kinds"] = kinds
+    arch["max_length"] = max_length
+    return arch
+
+
+def longer(name, **fields):
+    """An architecture of ARCHITECTURES with positions for PT2_POSITIONS tokens and FIELDS over its config."""
+    arch = BY_NAME[name]
+
+    def config():
+        config_name, stored = arch["config"]()
+        positions = {key: PT2_POSITIONS + (2 if name == "roberta" else 0)
+                     for key in ("max_position_embeddings", "n_positions") if key in stored}
+        return config_name, dict(stored, **positions, **fields)
+
+    return pt2_architecture(name, arch["cls"], arch["style"], config, bos=arch["bos"], causal=arch["causal"],
+                            new_process=arch["new_process"])
+
+
+def text_config(config_name, **fields):
+    return lambda: (config_name, dict(SMALL, max_position_embeddings=PT2_POSITIONS, **fields))
+
+
+LINEAR_CHUNK = 64  # transformers' chunked linear attention (Qwen3.5, Qwen3-Next): in no config
+
+
+def qwen3_5_config():
+    return "Qwen3_5TextConfig", dict(LINEAR_ATTENTION, **HYBRID_LAYERS, layer_types=HYBRID_PATTERN)
+
+
+def qwen3_next_config():
+    return "Qwen3NextConfig", dict(LINEAR_ATTENTION, **HYBRID_LAYERS, layer_types=HYBRID_PATTERN, num_experts=4,
+                                   num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=32)
+
+
+def jamba_config():
+    return "JambaConfig", dict(HYBRID_LAYERS, num_key_value_heads=2, attn_layer_period=2, attn_layer_offset=1,
+                               expert_layer_period=2, expert_layer_offset=1, num_experts=4, num_experts_per_tok=2,
+                               mamba_d_state=8, mamba_dt_rank=8, use_mamba_kernels=False)
+
+
+def granite_hybrid_config():
+    return "GraniteMoeHybridConfig", dict(HYBRID_LAYERS, num_key_value_heads=2, num_local_experts=4,
+                                          num_experts_per_tok=2, shared_intermediate_size=64,
+                                          layer_types=HYBRID_PATTERN, **MAMBA2)
+
+
+falcon_h1_config = text_config("FalconH1Config", num_key_value_heads=2, mamba_d_ssm=64, **MAMBA2)  # Mamba beside attention
+
+
+PT2_ARCHITECTURES = [
+    # The architectures of hf.export_hf, windows small.
+    longer("gpt2"), longer("llama"), longer("qwen2"), longer("gpt_neox"), longer("mixtral"), longer("bert"),
+    longer("mistral", sliding_window=WINDOW), longer("gemma"), longer("gemma2", sliding_window=WINDOW),
+    longer("phi3"), longer("qwen3_moe"), longer("olmoe"), longer("deepseek_v3"),
+    longer("gpt_oss", sliding_window=WINDOW), longer("modernbert", local_attention=WINDOW), longer("roberta"),
+    longer("bert_no_head"),
+    # Newer families: sliding and global layers, chunked attention, layers without RoPE, MLA with a
+    # sparse indexer, differential attention.
+    pt2_architecture("gemma3", "Gemma3ForCausalLM", "llama",
+                     text_config("Gemma3TextConfig", num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=16,
+                                 sliding_window=WINDOW, layer_types=["sliding_attention", "full_attention"]),
+                     bos="<s>"),
+    pt2_architecture("gemma4", "Gemma4ForCausalLM", "llama",
+                     text_config("Gemma4TextConfig", num_key_value_heads=2, head_dim=16, sliding_window=WINDOW,
+                                 layer_types=["sliding_attention", "full_attention"], hidden_size_per_layer_input=16,
+                                 vocab_size_per_layer_input=400),
+                     bos="<s>"),
+    pt2_architecture("llama4", "Llama4ForCausalLM", "llama",
+                     lambda: ("Llama4TextConfig", dict(FOUR_LAYERS, num_key_value_heads=2, head_dim=16,
+                                                       intermediate_size_mlp=128, num_local_experts=4,
+                                                       num_experts_per_tok=1, attention_chunk_size=ATTENTION_CHUNK,
+                                                       moe_layers=[1, 3], no_rope_layers=[1, 1, 1, 0],
+                                                       layer_types=["chunked_attention"] * 3 + ["full_attention"])),
+                     bos="<s>"),
+    pt2_architecture("smollm3", "SmolLM3ForCausalLM", "llama",
+                     lambda: ("SmolLM3Config", dict(FOUR_LAYERS, num_key_value_heads=2, no_rope_layer_interval=2,
+                                                    no_rope_layers=[1, 0, 1, 0], pad_token_id=0)),
+                     bos="<s>"),
+    pt2_architecture("deepseek_v32", "DeepseekV32ForCausalLM", "llama",
+                     text_config("DeepseekV32Config", num_key_value_heads=4, moe_intermediate_size=32,
+                                 n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, n_group=1,
+                                 topk_group=1, first_k_dense_replace=1, mlp_layer_types=["dense", "sparse"],
+                                 kv_lora_rank=16, q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8,
+                                 v_head_dim=16, head_dim=8, index_topk=WINDOW, index_head_dim=16, index_n_heads=2,
+                                 layer_types=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+                     bos="<s>", refusal=DATA_DEPENDENT),
+    pt2_architecture("cohere2", "Cohere2ForCausalLM", "llama",
+                     text_config("Cohere2Config", num_key_value_heads=2, head_dim=16, sliding_window=WINDOW,
+                                 layer_types=["sliding_attention", "full_attention"]),
+                     bos="<s>"),
+    pt2_architecture("olmo3", "Olmo3ForCausalLM", "gpt2",
+                     text_config("Olmo3Config", num_key_value_heads=2, sliding_window=WINDOW,
+                                 layer_types=["sliding_attention", "full_attention"]),
+                     bos="<|endoftext|>"),
+    pt2_architecture("diffllama", "DiffLlamaForCausalLM", "llama",
+                     text_config("DiffLlamaConfig", num_key_value_heads=2, head_dim=16), bos="<s>"),
+    # Hybrids: a linear-attention or state-space layer before an attention layer.
+    # Refused: each computes by chunks (linear attention's 64 tokens, Mamba-2's mamba_chunk_size) or
+    # token by token (Jamba's Mamba scan) in Python loops that torch.export fixes at the example's
+    # length. The same models within one chunk are exported (--max-length) and analysed.
+    pt2_architecture("qwen3_5", "Qwen3_5ForCausalLM", "gpt2", qwen3_5_config, bos="<|endoftext|>", kinds=LINEAR_KINDS,
+                     refusal=DATA_DEPENDENT),
+    pt2_architecture("qwen3_next", "Qwen3NextForCausalLM", "gpt2", qwen3_next_config, bos="<|endoftext|>",
+                     kinds=LINEAR_KINDS, refusal=DATA_DEPENDENT),
+    pt2_architecture("jamba", "JambaForCausalLM", "llama", jamba_config, bos="<s>", kinds=SSM_KINDS, refusal=DATA_DEPENDENT),
+    pt2_architecture("granitemoehybrid", "GraniteMoeHybridForCausalLM", "gpt2", granite_hybrid_config,
+                     bos="<|endoftext|>", kinds=SSM_KINDS, refusal=DATA_DEPENDENT),
+    pt2_architecture("falcon_h1", "FalconH1ForCausalLM", "llama", falcon_h1_config, bos="<s>", refusal=DATA_DEPENDENT),
+    pt2_architecture("qwen3_5_63", "Qwen3_5ForCausalLM", "gpt2", qwen3_5_config, bos="<|endoftext|>",
+                     kinds=LINEAR_KINDS, max_length=LINEAR_CHUNK - 1),
+    pt2_architecture("granitemoehybrid_31", "GraniteMoeHybridForCausalLM", "gpt2", granite_hybrid_config,
+                     bos="<|endoftext|>", kinds=SSM_KINDS, max_length=SSM_CHUNK - 1),
+]
+PT2_BY_NAME = {a["name"]: a for a in PT2_ARCHITECTURES}

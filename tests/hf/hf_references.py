@@ -53,10 +53,10 @@ class ReferenceScores:
         self.sums[key] = self.sums.get(key, 0) + values[:, mask].sum(dim=1)
         self.counts[key] = self.counts.get(key, 0) + int(mask.sum())
 
-    def add_sequence(self, attentions, record, specials, causal):
+    def add_sequence(self, attentions, record, specials, causal, attention_layers=None):
         sets, visible = query_sets(record, specials, causal)
         n = torch.tensor(visible, dtype=torch.float64)
-        for layer, attention in enumerate(attentions):
+        for layer, attention in layer_maps(attentions, attention_layers):
             a = attention[0].double()  # [H, T, T]
             length = a.shape[-1]
             previous = torch.zeros(a.shape[:2], dtype=torch.float64)
@@ -73,7 +73,28 @@ class ReferenceScores:
         return float(self.sums[(score, layer)][head] / count) if count else None
 
 
-def reference_scores(model_dir, records, specials, causal):
+def layer_maps(attentions, attention_layers=None):
+    """(layer, map) for each attention map of output_attentions. Without attention_layers, a map's
+    layer is its place in the tuple, a None entry (a layer without attention) skipped. With it (the
+    model's own index of each attention layer, in order), a tuple of one entry per layer keeps
+    the index it has, and a tuple of the attention layers' maps only is numbered by the list."""
+    if attention_layers is None:
+        return [(layer, a) for layer, a in enumerate(attentions) if a is not None]
+    if any(a is None for a in attentions):
+        maps = [(layer, a) for layer, a in enumerate(attentions) if a is not None]
+    else:
+        assert len(attentions) == len(attention_layers), \
+            f"output_attentions has {len(attentions)} maps, the model {len(attention_layers)} attention layers"
+        maps = list(zip(attention_layers, attentions))
+    layers = [layer for layer, _ in maps]
+    assert layers == list(attention_layers), \
+        f"output_attentions gives maps of layers {layers}, the model's attention layers are {list(attention_layers)}"
+    return maps
+
+
+def reference_scores(model_dir, records, specials, causal, attention_layers=None):
+    """The reference scores of the records, keyed by the model's layer index (attention_layers: see
+    layer_maps); also the number of attention maps and of heads."""
     import transformers
 
     config = transformers.AutoConfig.from_pretrained(model_dir)
@@ -85,6 +106,7 @@ def reference_scores(model_dir, records, specials, causal):
         for record in records:
             ids = torch.tensor([record["ids"]], dtype=torch.long)
             out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
-            reference.add_sequence(out.attentions, record, specials, causal)
-            layers = len(out.attentions)
-    return reference, layers, out.attentions[0].shape[1]
+            maps = layer_maps(out.attentions, attention_layers)
+            reference.add_sequence(out.attentions, record, specials, causal, attention_layers)
+            layers = len(maps)
+    return reference, layers, maps[0][1].shape[1]

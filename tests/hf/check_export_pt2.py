@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""`headscan export` (exported programs, .pt2) and headscan on them against transformers' own attention.
+
+    check_export_pt2.py HEADSCAN WORKDIR [--observers] [ARCH ...]   (default: every one of PT2_ARCHITECTURES)
+
+For each architecture of hf_models.PT2_ARCHITECTURES, with no network: a tokenizer of the family's
+style and a randomly initialized model (2 layers, 4 for Llama 4 and SmolLM3; positions
+for 512 tokens; sliding windows of 16 tokens, attention chunks of 32, linear attention's chunks of
+64, Mamba-2 chunks of 32) saved with save_pretrained. Then, as a user would:
+
+  1. `headscan export MODEL_DIR MODEL.pt2` (this build's, running its Python package);
+     an architecture with a `refusal` must exit 2 naming the reason and write no archive (the
+     hybrids whose layers compute by chunks or token by token in Python loops, DeepSeek-V3.2's
+     indexer taking min(index_topk, length)); Qwen3.5 and the Granite hybrid are also exported
+     within one chunk (--max-length 63 and 31) and analysed;
+  2. headscan.json's "layers": every layer of the model with its index, module path
+     (...layers.N) and kind: `attention`, or for a hybrid's other layers `linear attention` or
+     `state space`, as the architecture's `kinds` say;
+  3. `headscan tokenize MODEL.pt2 CORPUS --max-length 300`: sequences of about 40 and 300 tokens
+     and the rest of the long line, below and above every block size;
+  4. `headscan MODEL.pt2 CORPUS --max-length 300` writes heads.json (the sequences batched
+     together, padded);
+  5. the reference: transformers' model from MODEL_DIR, eager attention, output_attentions=True, on
+     each sequence alone, the scores of hf_references.py keyed by the model's own layer index;
+  6. heads.json's model.layers equals the archive's; every head's "layer" is an attention layer
+     of the model, and previous_token, first_token and entropy are within 1e-5 of the reference.
+
+--observers checks the exported program without headscan's runner: steps 4 and 6 use the
+probabilities the program's observers (headscan::observe, headscan::attention) receive when
+torch runs the archive in Python, keyed by the layer each observer carries.
+
+Exit 0 when every architecture passes, 1 otherwise (each failure printed).
+"""
+
+import concurrent.futures
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import zipfile
+
+import torch
+
+sys.dont_write_bytecode = True
+
+from hf_models import CORPUS, PT2_ARCHITECTURES, PT2_BY_NAME, build_model_dir  # noqa: E402 (tests/hf/)
+from hf_references import SCORES, reference_scores, special_ids  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOLERANCE = 1e-5
+MAX_LENGTH = 300  # --max-length: the long line's first window has 300 tokens (an architecture's max_length, if any)
+# A line of about 40 tokens, the whole corpus twice as one line (a window of 300 tokens and the
+# rest) and a short one.
+PT2_CORPUS = [CORPUS[1] + " " + CORPUS[5], " ".join(CORPUS * 2), CORPUS[3]]
+TRANSFORMERS_LOCK = threading.Lock()  # one transformers model built at a time in this process
+
+
+def run(command, what, **kwargs):
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        raise AssertionError(f"{what} failed (exit {result.returncode}): {' '.join(command)}\n"
+                             f"{result.stdout[-3000:]}{result.stderr[-3000:]}")
+    return result.stdout
+
+
+def archive_file(archive, name):
+    with zipfile.ZipFile(archive) as z:
+        for entry in z.namelist():
+            if entry.endswith("/extra/" + name):
+                return z.read(entry).decode("utf-8")
+    raise AssertionError(f"{archive} has no extra file {name}")
+
+
+def paths(arch, work):
+    folder = os.path.join(work, arch["name"])
+    return os.path.join(folder, "model"), os.path.join(folder, "model.pt2"), os.path.join(folder, "report")
+
+
+def run_export(headscan, arguments):
+    """(exit status, stdout, stderr) of `headscan export ARGUMENTS`, a new process as a user runs it
+    (two at a time: one Python each, where exports in this process would take turns)."""
+    process = subprocess.run([headscan, "export", *arguments], capture_output=True, text=True,
+                             env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1"))
+    return process.returncode, process.stdout, process.stderr
+
+
+def check_layers(arch, layers, n_layers):
+    """headscan.json's layers against the architecture's kinds; the attention layers' indices."""
+    kinds = arch["kinds"] or ["attention"] * n_layers
+    assert [layer.get("index") for layer in layers] == list(range(len(kinds))), \
+        f"layers' indices {[layer.get('index') for layer in layers]}, expected 0..{len(kinds) - 1}"
+    found = [layer.get("kind") for layer in layers]
+    assert found == kinds, f"layers' kinds {found}, expected {kinds}"
+    for layer in layers:
+        assert isinstance(layer.get("path"), str) and layer["path"].endswith(f".{layer['index']}"), \
+            f"layer {layer['index']}'s path {layer.get('path')!r} does not end in its index"
+    return [layer["index"] for layer in layers if layer["kind"] == "attention"]
+
+
+def observed_heads(archive, records, specials, causal):
+    """heads.json's heads as the program's observers see them (--observers): a new Python that
+    defines headscan's operators to record their probabilities, runs the archive on each record,
+    and computes the scores of hf_references.py keyed by the layer each observer carries."""
+    with_records = archive + ".records.json"
+    with open(with_records, "w", encoding="utf-8") as f:
+        json.dump({"records": records, "specials": sorted(specials), "causal": causal}, f)
+    output = run([sys.executable, os.path.join(HERE, "observe_pt2.py"), archive, with_records], "observe_pt2.py",
+                 env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1"))
+    return json.loads(output)
+
+
+def check(arch, headscan, corpus, work, observers):
+    """Steps 1-6; the largest difference per score, or None for a refusal."""
+    model_dir, archive, report = paths(arch, work)
+    returncode, stdout, stderr = run_export(headscan, [model_dir, archive, *arch["options"]])
+    if arch["refusal"]:
+        message = (stderr.strip().splitlines() or [""])[-1]
+        assert returncode == 2 and arch["refusal"] in message, \
+            f"headscan export should refuse with {arch['refusal']!r} (exit 2), got exit {returncode}: {stderr[-2000:]}"
+        assert not os.path.exists(archive), "a refused export left an archive"
+        return None
+    assert returncode == 0, f"headscan export exit {returncode}:\n{stdout[-1500:]}{stderr[-3000:]}"
+
+    metadata = json.loads(archive_file(archive, "headscan.json"))
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    n_layers = config.get("num_hidden_layers", config.get("n_layer"))
+    attention_layers = check_layers(arch, metadata.get("layers") or [], n_layers)
+    assert metadata.get("causal") == arch["causal"], f"headscan.json causal {metadata.get('causal')}"
+
+    max_length = str(arch["max_length"] or MAX_LENGTH)
+    records = [json.loads(line) for line in
+               run([headscan, "tokenize", archive, corpus, "--max-length", max_length],
+                   "headscan tokenize").splitlines() if line.strip()]
+    lengths = sorted(len(r["ids"]) for r in records)
+    assert lengths[-1] == int(max_length) and any(30 <= n <= 64 for n in lengths), f"sequence lengths {lengths}"
+
+    tokenizer_json = json.loads(archive_file(archive, "tokenizer.json"))
+    if observers:
+        heads = observed_heads(archive, records, special_ids(tokenizer_json), arch["causal"])
+    else:
+        shutil.rmtree(report, ignore_errors=True)
+        run([headscan, archive, corpus, "-o", report, "--max-length", max_length, "--parser", "none",
+             "--no-html", "--no-plots", "-q", "--threads", "1"], "headscan")
+        with open(os.path.join(report, "heads.json"), encoding="utf-8") as f:
+            heads = json.load(f)
+        model = heads["model"]
+        assert model.get("layers") == metadata["layers"], \
+            f"heads.json model.layers {model.get('layers')}, the archive's {metadata['layers']}"
+        assert model["causal"] == arch["causal"], f"heads.json causal {model['causal']}"
+
+    with TRANSFORMERS_LOCK:
+        reference, maps, n_heads = reference_scores(model_dir, records, special_ids(tokenizer_json), arch["causal"],
+                                                    attention_layers)
+    assert maps == len(attention_layers), f"transformers gives {maps} attention maps, the archive lists " \
+                                          f"{len(attention_layers)} attention layers"
+    found = sorted({(h["layer"], h["head"]) for h in heads["heads"]})
+    expected = [(layer, head) for layer in attention_layers for head in range(n_heads)]
+    assert found == expected and len(heads["heads"]) == len(expected), \
+        f"heads (layer, head) {found[:8]}..., expected {expected[:8]}... ({len(expected)})"
+    worst = {score: 0.0 for score in SCORES}
+    problems = []
+    for head in heads["heads"]:
+        for score in SCORES:
+            want = reference.mean(score, head["layer"], head["head"])
+            got = head["scores"][score]
+            difference = abs(got - want) if got is not None and want is not None else math.inf
+            worst[score] = max(worst[score], difference)
+            if difference > TOLERANCE:
+                problems.append(f"L{head['layer']}H{head['head']} {score}: headscan {got}, transformers {want}")
+    if problems:
+        raise AssertionError(f"{len(problems)} scores differ by more than {TOLERANCE}:\n  " + "\n  ".join(problems[:12]))
+    spread = [head["scores"]["entropy"] for head in heads["heads"]]
+    assert min(spread) < 0.9, f"attention is nearly uniform in every head (entropy {min(spread):.3f}): a weak test"
+    return worst
+
+
+def main(argv):
+    arguments = [a for a in argv[1:] if a != "--observers"]
+    observers = len(arguments) < len(argv) - 1
+    if len(arguments) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    headscan, work = os.path.abspath(arguments[0]), os.path.abspath(arguments[1])
+    names = arguments[2:] or [a["name"] for a in PT2_ARCHITECTURES]
+    unknown = [n for n in names if n not in PT2_BY_NAME]
+    if unknown:
+        print(f"unknown architectures {unknown}; known: {', '.join(PT2_BY_NAME)}", file=sys.stderr)
+        return 2
+    os.makedirs(work, exist_ok=True)
+    corpus = os.path.join(work, "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("\n".join(PT2_CORPUS) + "\n")
+
+    start = time.time()
+    torch.set_num_threads(1)
+    results = {}
+    for name in names:
+        shutil.rmtree(os.path.join(work, name), ignore_errors=True)
+        try:
+            build_model_dir(PT2_BY_NAME[name], paths(PT2_BY_NAME[name], work)[0])
+        except Exception:  # noqa: BLE001 - reported per architecture
+            results[name] = ("FAIL", "building the model directory:\n" + traceback.format_exc(limit=4))
+
+    def outcome(name):
+        began = time.time()
+        try:
+            worst = check(PT2_BY_NAME[name], headscan, corpus, work, observers)
+        except Exception as e:  # noqa: BLE001
+            return "FAIL", f"{type(e).__name__}: {e}"
+        seconds = f" ({time.time() - began:.0f} s)"
+        if worst is None:
+            return "ok", f"refused as expected ({PT2_BY_NAME[name]['refusal']}){seconds}"
+        return "ok", "max |difference| " + ", ".join(f"{s} {w:.1e}" for s, w in worst.items()) + seconds
+
+    # Two at a time (the exports, headscan and observe_pt2.py are processes of one thread each).
+    pending = [n for n in names if n not in results]
+    pending.sort(key=lambda n: PT2_BY_NAME[n]["kinds"] is None)  # the hybrids, slowest to export, first
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results.update(zip(pending, pool.map(outcome, pending)))
+
+    failed = []
+    for name in names:
+        status, detail = results[name]
+        print(f"{name:17s} {status:4s} {detail}")
+        if status != "ok":
+            failed.append(name)
+    print(f"{len(names)} architectures in {time.time() - start:.0f} s" + (" (observers)" if observers else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

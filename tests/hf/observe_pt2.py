@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""What an exported program's observers receive (check_export_pt2.py --observers), without headscan.
+
+    observe_pt2.py MODEL.pt2 RECORDS.json     (RECORDS.json: {"records": [tokenize records], "specials": [ids], "causal": bool})
+
+Defines headscan's operators here, in Python (this process loads no headscan): headscan::observe
+records the probabilities it is given, headscan::attention computes scaled_dot_product_attention's
+math form and records its probabilities. torch runs the archive's program on each record alone;
+the scores of hf_references.py are computed from the recorded probabilities, keyed by the layer
+each observer carries, and printed as heads.json's {"heads": [{layer, head, scores}]}.
+"""
+
+import json
+import math
+import sys
+
+import torch
+
+sys.dont_write_bytecode = True
+
+from hf_references import SCORES, ReferenceScores  # noqa: E402 (tests/hf/)
+
+RECORDED = []  # (layer, probabilities) in the order the observers run
+
+LIBRARY = torch.library.Library("headscan", "DEF")
+LIBRARY.define("observe(Tensor probs, int layer) -> Tensor")
+LIBRARY.define("attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float dropout_p, "
+               "bool is_causal, float? scale, bool enable_gqa, int layer) -> Tensor")
+
+
+@torch.library.impl(LIBRARY, "observe", "CompositeExplicitAutograd")
+def observe(probs, layer):
+    RECORDED.append((layer, probs.detach().clone()))
+    return probs.clone()
+
+
+@torch.library.impl(LIBRARY, "attention", "CompositeExplicitAutograd")
+def attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer):
+    if enable_gqa and key.shape[-3] != query.shape[-3]:
+        repeat = query.shape[-3] // key.shape[-3]
+        key, value = key.repeat_interleave(repeat, -3), value.repeat_interleave(repeat, -3)
+    scores = query @ key.transpose(-2, -1) * (scale if scale is not None else 1 / math.sqrt(query.shape[-1]))
+    if is_causal:
+        length, keys = scores.shape[-2:]
+        scores = scores.masked_fill(~torch.ones(length, keys, dtype=torch.bool).tril(), float("-inf"))
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    probs = observe(scores.softmax(-1), layer)
+    return probs @ value
+
+
+@torch.library.register_fake("headscan::observe")
+def _(probs, layer):
+    return torch.empty_like(probs)
+
+
+@torch.library.register_fake("headscan::attention")
+def _(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer):
+    return query.new_empty(query.shape[:-1] + (value.shape[-1],))
+
+
+def main(archive, records_path):
+    from torch.export.pt2_archive._package import load_pt2
+
+    with open(records_path, encoding="utf-8") as f:
+        given = json.load(f)
+    program = load_pt2(archive).exported_programs["model"].module()
+    reference = ReferenceScores()
+    layers = None
+    for record in given["records"]:
+        ids = torch.tensor([record["ids"]], dtype=torch.long)
+        RECORDED.clear()
+        with torch.no_grad():
+            program(ids, torch.ones_like(ids))
+        order = [layer for layer, _ in RECORDED]
+        assert layers in (None, order), f"observers ran for layers {order}, before for {layers}"
+        layers = order
+        assert len(set(order)) == len(order), f"a layer observed twice: {order}"
+        reference.add_sequence([probs for _, probs in RECORDED], record, set(given["specials"]), given["causal"], order)
+    heads = RECORDED[0][1].shape[1]
+    print(json.dumps({"heads": [{"layer": layer, "head": head,
+                                 "scores": {s: reference.mean(s, layer, head) for s in SCORES}}
+                                for layer in layers for head in range(heads)]}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
