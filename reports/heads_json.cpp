@@ -17,6 +17,7 @@ nlohmann::ordered_json make_heads_json(const ModelSummary& model, const CorpusSu
   nlohmann::ordered_json document;
   document["headscan_version"] = HEADSCAN_VERSION;
   document["model"] = {{"path", model.path},
+                       {"format", model.format},
                        {"name", model.name},
                        {"layers", model.layers},
                        {"heads", model.heads},

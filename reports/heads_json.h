@@ -16,6 +16,7 @@ namespace headscan {
 
 struct ModelSummary {
   std::string path;
+  std::string format;  // "torchscript" or "exported program"
   std::string name;
   int layers = 0;
   int heads = 0;

@@ -88,6 +88,7 @@ nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresho
   const ModelMetadata& metadata = state.model->metadata();
   ModelSummary& model = state.model_summary;
   model.path = options.model_path;
+  model.format = state.model->format();
   model.name = metadata.name;
   model.layers = state.shape.layers;
   model.heads = state.shape.heads;
