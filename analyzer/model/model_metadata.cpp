@@ -10,7 +10,7 @@ namespace headscan {
 namespace {
 
 constexpr const char* kExpected =
-    "{\"name\": string, \"bos_token\": string, \"max_length\": integer, \"causal\": bool, \"n_kv_heads\": integer, \"step\": integer, "
+    "{\"name\": string, \"bos_token\": string, \"max_length\": integer, \"causal\": bool, \"n_kv_heads\": integer, \"step\": integer, \"min_length\": integer, "
     "\"layers\": [{\"index\": integer, \"path\": string, \"kind\": string}]}";
 constexpr const char* kWhatToDo = "fix headscan.json inside the archive (torch.jit.save's _extra_files, or extra/ of a .pt2)";
 
@@ -98,6 +98,11 @@ ModelMetadata parse_model_metadata(const std::string& text, const std::string& o
   metadata.name = string_field(doc, "name", origin);
   metadata.bos_token = string_field(doc, "bos_token", origin);
   metadata.max_length = integer_field(doc, "max_length", 2, kMaxMetadataLength, origin);
+  metadata.min_length = integer_field(doc, "min_length", 2, kMaxMetadataLength, origin);
+  if (metadata.min_length && metadata.max_length && *metadata.min_length > *metadata.max_length) {
+    throw InputError(fmt::format("{}: min_length {} is above max_length {}; {}", origin, *metadata.min_length,
+                                 *metadata.max_length, kWhatToDo));
+  }
   if (const nlohmann::json* causal = field(doc, "causal")) {
     if (!causal->is_boolean()) throw_bad_field(origin, "causal", "true or false", *causal);
     metadata.causal = causal->get<bool>();

@@ -1,6 +1,6 @@
 #pragma once
 // headscan.json, the metadata file inside a model archive: {"name", "bos_token", "max_length",
-// "causal", "n_kv_heads", "step", "layers"}, every field optional. Read without LibTorch (and fuzzed so:
+// "causal", "n_kv_heads", "step", "layers", "min_length"}, every field optional. Read without LibTorch (and fuzzed so:
 // tests/fuzz/fuzz_headscan_json.cpp).
 
 #include <cstddef>
@@ -23,6 +23,9 @@ struct ModelMetadata {
   std::string name;
   std::string bos_token;
   std::optional<std::int64_t> max_length;  // 2 … kMaxMetadataLength
+  // The shortest sequence the model takes (an exported program whose export raised the length's
+  // lower bound): shorter batches are padded to it. 2 … kMaxMetadataLength.
+  std::optional<std::int64_t> min_length;
   std::optional<bool> causal;
   std::optional<int> n_kv_heads;           // 1 … kMaxMetadataKvHeads
   std::optional<std::int64_t> step;        // a checkpoint's training step, 0 … kMaxMetadataStep

@@ -20,7 +20,9 @@ constexpr std::size_t kShapeProbeTokens = 32;
 ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::int64_t>& first_ids) {
   std::vector<std::int64_t> ids = first_ids;
   if (ids.size() > kShapeProbeTokens) ids.resize(kShapeProbeTokens);
-  while (ids.size() < 2) ids.push_back(ids.back());  // causality needs two positions
+  // Causality needs two positions; a model with a min_length takes no fewer.
+  const auto shortest = static_cast<std::size_t>(std::max<std::int64_t>(2, model.metadata().min_length.value_or(2)));
+  while (ids.size() < shortest) ids.push_back(ids.back());
   const at::Tensor input = torch::tensor(ids, torch::kInt64).unsqueeze(0);
   const at::Tensor mask = torch::ones_like(input);
   ModelShape shape;

@@ -51,8 +51,14 @@ std::vector<ExampleSequence> capture_examples(InstrumentedModel& model, const st
   std::vector<ExampleSequence> examples;
   for (const Sequence& sequence : sequences) {
     ExampleSequence example = make_example(sequence, tokenizer, shape, source);
-    const at::Tensor ids = torch::tensor(sequence.ids, torch::kInt64).unsqueeze(0);
-    const at::Tensor mask = torch::ones_like(ids);
+    // A model with a min_length takes the sequence padded to it (padding hidden by the mask, or
+    // after every real token of a causal model); the example keeps its own tokens' corner.
+    std::vector<std::int64_t> padded = sequence.ids;
+    const auto shortest = static_cast<std::size_t>(model.metadata().min_length.value_or(0));
+    if (!padded.empty() && padded.size() < shortest) padded.resize(shortest, padded.back());
+    const at::Tensor ids = torch::tensor(padded, torch::kInt64).unsqueeze(0);
+    at::Tensor mask = torch::ones_like(ids);
+    mask.slice(/*dim=*/1, static_cast<std::int64_t>(sequence.ids.size())).zero_();
     model.forward(ids, &mask, [&](int layer, const at::Tensor& attention) {
       if (layer < shape.layers && attention.size(1) == shape.heads) record_example_attention(example, layer, attention[0]);
     });

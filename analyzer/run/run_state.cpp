@@ -106,12 +106,24 @@ std::vector<Sequence> RunState::read_examples() {
 
 bool RunState::pads() const { return model->takes_attention_mask() || shape.causal; }
 
+std::int64_t RunState::min_columns() const {
+  const std::optional<std::int64_t> shortest = model->metadata().min_length;
+  if (!shortest) return 0;
+  if (!pads()) {
+    throw InputError(fmt::format("{}: the model takes no sequence shorter than {} tokens (headscan.json min_length), "
+                                 "and shorter ones cannot be padded to it: it takes no attention mask and is not "
+                                 "causal; export it with an attention mask",
+                                 model->path(), *shortest));
+  }
+  return *shortest;
+}
+
 ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                                 std::int64_t batch_index, std::vector<ExampleSequence>* examples,
                                 ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit) {
   if (options.check_interrupt) options.check_interrupt();
   ClassifierSet& observers = target != nullptr ? *target : classifiers;
-  const BatchTensors tensors = to_tensors(batch, pad_id, idf_table, model->device());
+  const BatchTensors tensors = to_tensors(batch, pad_id, idf_table, model->device(), min_columns());
   std::vector<const SequenceWords*> words;
   bool any_words = false;
   for (const Sequence& sequence : batch) {

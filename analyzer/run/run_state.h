@@ -92,6 +92,9 @@ struct RunState {
   // Whether batches may be right-padded: the model takes a mask, or is causal (no real query sees
   // the padding after it).
   bool pads() const;
+  // The fewest columns a batch may have: the model's min_length (0 when it has none). Throws
+  // InputError when it has one and padding would be visible to real tokens (pads() is false).
+  std::int64_t min_columns() const;
 
   // The probe sequences in the batches every pass runs them in.
   std::vector<std::vector<Sequence>> probe_batches() const;

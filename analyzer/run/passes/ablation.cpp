@@ -81,7 +81,7 @@ ItemBatch item_batch(const RunState& state, const std::vector<std::size_t>& indi
     length = std::max(length, sequences.back().ids.size());
   }
   const c10::Device device = state.model->device();
-  ItemBatch batch{to_tensors(sequences, state.pad_id, at::Tensor(), device), {}};
+  ItemBatch batch{to_tensors(sequences, state.pad_id, at::Tensor(), device, state.min_columns()), {}};
   at::Tensor targets = torch::full({static_cast<std::int64_t>(indices.size()), static_cast<std::int64_t>(length)}, -1,
                                    torch::kInt64);
   for (std::size_t row = 0; row < indices.size(); ++row) {

@@ -8,8 +8,8 @@
 namespace headscan {
 
 BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id, const at::Tensor& idf_table,
-                        const c10::Device& device) {
-  std::size_t length = 0;
+                        const c10::Device& device, std::int64_t min_length) {
+  std::size_t length = static_cast<std::size_t>(std::max<std::int64_t>(min_length, 0));
   for (const auto& sequence : batch) length = std::max(length, sequence.ids.size());
   const auto rows = static_cast<std::int64_t>(batch.size());
   const auto columns = static_cast<std::int64_t>(length);

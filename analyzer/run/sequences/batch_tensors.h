@@ -19,11 +19,12 @@ struct BatchTensors {
   at::Tensor idf;      // [B, T] float: idf of each token, -inf on special tokens and padding
 };
 
-// Right-pads to the longest sequence. Padding is never attended by real tokens: either the model
+// Right-pads to the longest sequence, and to `min_length` columns when the batch is shorter (a
+// model that takes no shorter input: ModelMetadata::min_length). Padding is never attended by real tokens: either the model
 // takes an attention mask, or it is causal and padding comes after every real token.
 // `idf_table` is [V] float (undefined: every idf is -inf). The tensors are made on the host and
 // moved to `device`, where the model and the statistics run.
 BatchTensors to_tensors(const std::vector<Sequence>& batch, std::int64_t pad_id, const at::Tensor& idf_table,
-                        const c10::Device& device = c10::Device(c10::kCPU));
+                        const c10::Device& device = c10::Device(c10::kCPU), std::int64_t min_length = 0);
 
 }  // namespace headscan
