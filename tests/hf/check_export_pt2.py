@@ -8,8 +8,9 @@ style and a randomly initialized model (2 layers, 4 for Llama 4 and SmolLM3; pos
 for 512 tokens; sliding windows of 16 tokens, attention chunks of 32, linear attention's chunks of
 64, Mamba-2 chunks of 32) saved with save_pretrained. Then, as a user would:
 
-  1. `headscan export MODEL_DIR MODEL.pt2` (this build's, running its Python package);
-     an architecture with a `refusal` must exit 2 naming the reason and write no archive (the
+  1. `headscan export MODEL_DIR MODEL.pt2` (a new process for GPT-2 and BERT; for the others the
+     command's main() in one of two processes that import torch and transformers once, with this
+     build's Python package and C++ core); an architecture with a `refusal` must exit 2 naming the reason and write no archive (the
      hybrids whose layers compute by chunks or token by token in Python loops, DeepSeek-V3.2's
      indexer taking min(index_topk, length)); Qwen3.5 and the Granite hybrid are also exported
      within one chunk (--max-length 63 and 31) and analysed;
@@ -33,8 +34,11 @@ Exit 0 when every architecture passes, 1 otherwise (each failure printed).
 """
 
 import concurrent.futures
+import contextlib
+import io
 import json
 import math
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -81,12 +85,32 @@ def paths(arch, work):
     return os.path.join(folder, "model"), os.path.join(folder, "model.pt2"), os.path.join(folder, "report")
 
 
-def run_export(headscan, arguments):
-    """(exit status, stdout, stderr) of `headscan export ARGUMENTS`, a new process as a user runs it
-    (two at a time: one Python each, where exports in this process would take turns)."""
-    process = subprocess.run([headscan, "export", *arguments], capture_output=True, text=True,
-                             env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1"))
-    return process.returncode, process.stdout, process.stderr
+def run_export(headscan, arguments, exporters):
+    """(exit status, stdout, stderr) of `headscan export ARGUMENTS`: a new process as a user runs it
+    for GPT-2 and BERT (arch new_process), else the command's main() in one of the exporters'
+    processes, which import torch and transformers once."""
+    if exporters is None:
+        process = subprocess.run([headscan, "export", *arguments], capture_output=True, text=True,
+                                 env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1"))
+        return process.returncode, process.stdout, process.stderr
+    return exporters.submit(export_here, headscan, arguments).result()
+
+
+def export_here(headscan, arguments):
+    """`headscan export ARGUMENTS` in this process, with the build's Python package beside HEADSCAN."""
+    package_parent = os.path.join(os.path.dirname(headscan), "python")
+    if package_parent not in sys.path:
+        sys.path.insert(0, package_parent)
+    torch.set_num_threads(1)
+    from headscan._export.command import main as export_main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            returncode = export_main(arguments)
+        except SystemExit as e:  # argparse
+            returncode = e.code
+    return returncode, stdout.getvalue(), stderr.getvalue()
 
 
 def check_layers(arch, layers, n_layers):
@@ -114,10 +138,11 @@ def observed_heads(archive, records, specials, causal):
     return json.loads(output)
 
 
-def check(arch, headscan, corpus, work, observers):
+def check(arch, headscan, corpus, work, observers, exporters):
     """Steps 1-6; the largest difference per score, or None for a refusal."""
     model_dir, archive, report = paths(arch, work)
-    returncode, stdout, stderr = run_export(headscan, [model_dir, archive, *arch["options"]])
+    returncode, stdout, stderr = run_export(headscan, [model_dir, archive, *arch["options"]],
+                                            None if arch["new_process"] else exporters)
     if arch["refusal"]:
         message = (stderr.strip().splitlines() or [""])[-1]
         assert returncode == 2 and arch["refusal"] in message, \
@@ -207,10 +232,10 @@ def main(argv):
         except Exception:  # noqa: BLE001 - reported per architecture
             results[name] = ("FAIL", "building the model directory:\n" + traceback.format_exc(limit=4))
 
-    def outcome(name):
+    def outcome(name, exporters):
         began = time.time()
         try:
-            worst = check(PT2_BY_NAME[name], headscan, corpus, work, observers)
+            worst = check(PT2_BY_NAME[name], headscan, corpus, work, observers, exporters)
         except Exception as e:  # noqa: BLE001
             return "FAIL", f"{type(e).__name__}: {e}"
         seconds = f" ({time.time() - began:.0f} s)"
@@ -221,8 +246,10 @@ def main(argv):
     # Two at a time (the exports, headscan and observe_pt2.py are processes of one thread each).
     pending = [n for n in names if n not in results]
     pending.sort(key=lambda n: PT2_BY_NAME[n]["kinds"] is None)  # the hybrids, slowest to export, first
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        results.update(zip(pending, pool.map(outcome, pending)))
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=2, mp_context=spawn) as exporters, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results.update(zip(pending, pool.map(lambda name: outcome(name, exporters), pending)))
 
     failed = []
     for name in names:
