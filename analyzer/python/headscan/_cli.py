@@ -23,6 +23,9 @@ def main() -> None:
         torch_lib = os.path.join(next(iter(spec.submodule_search_locations)), "lib")
         paths = [torch_lib] + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
         os.environ["LD_LIBRARY_PATH"] = os.pathsep.join(paths)
+    # `headscan export` of the binary runs `python -m headscan export` with this Python
+    # (analyzer/cli/export_command.h), not the one the wheel was built with.
+    os.environ.setdefault("HEADSCAN_PYTHON", sys.executable)
     os.execv(executable, [str(executable), *sys.argv[1:]])
 
 
