@@ -129,7 +129,16 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
         example_inputs = batch(example_rows_)
         if not takes_mask:
             example_inputs = example_inputs[:1]
-        ep, min_length, layers, numbers = exported_program(wrapper, example_inputs, max_length, config)
+
+        def lengths_exact(program):
+            return check_lengths(Recorder(program), wrapper, tokenizer, bos_id, vocab_size, batch, dtype,
+                                 blocks=blocks, lengths=lengths,
+                                 exact={len(row) for rows in batches for row in rows}, example_length=example[0])
+
+        # The lengths are checked before the program is decomposed too: a model whose computation
+        # depends on the length (a loop over chunks) is refused without waiting for that step.
+        ep, min_length, layers, numbers = exported_program(wrapper, example_inputs, max_length, config,
+                                                           precheck=lengths_exact)
         recorder = Recorder(ep)
         probe = batch(example_rows_[:1])
         recorder(*(probe if takes_mask else probe[:1]))
@@ -137,9 +146,7 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
         if causal is None:
             causal, causal_source = checks.measure_causal(recorder.attentions), "measured on the program's attention"
         check_shapes(recorder, wrapper, example_inputs[0].shape, batches, batch, takes_mask, dtype)
-        exact = check_lengths(recorder, wrapper, tokenizer, bos_id, vocab_size, batch, dtype, blocks=blocks,
-                              lengths=lengths, exact={len(row) for rows in batches for row in rows},
-                              example_length=example[0])
+        exact = lengths_exact(ep)
         if takes_mask:
             check_padding(recorder, numbers, batches[0], batch, dtype)
         output = wrapper(*example_inputs)

@@ -283,9 +283,12 @@ def observer_layers(ep):
             if node.op == "call_function" and node.target in (observe, attention)]
 
 
-def exported_program(wrapper, example_inputs, max_length, config=None):
+def exported_program(wrapper, example_inputs, max_length, config=None, precheck=None):
     """(the program to package, the shortest length it takes, the model's layers or None, the
-    observers' layers): exported, observed, decomposed to the core operators NativeRT runs."""
+    observers' layers): exported, observed, decomposed to the core operators NativeRT runs.
+    `precheck(ep)`, when given, sees the observed program before its decomposition (the slowest
+    step for a long model) and raises to refuse it early: a program exact at some lengths only is
+    refused as well there as after."""
     ep = export_wrapper(wrapper, example_inputs, max_length)
     min_length = shortest_length(ep, max_length, wrapper.takes_mask)
     prefix = "model."  # the wrapper's attribute holding the model (exporter.py's Wrapper)
@@ -294,6 +297,8 @@ def exported_program(wrapper, example_inputs, max_length, config=None):
     # wrap_with_set_grad_enabled) that NativeRT does not run; decomposed, the graph is ATen and
     # headscan's operators.
     real_complex_products(ep.graph_module)
+    if precheck is not None:
+        precheck(ep)
     try:
         ep = ep.run_decompositions({})
     except Exception as e:  # noqa: BLE001
