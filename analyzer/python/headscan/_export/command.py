@@ -101,7 +101,12 @@ def parse_device(text):
 
 
 def export(args):
-    from transformers.utils import logging as transformers_logging
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError as e:
+        raise ExportInputError(f"headscan export reads the model directory with transformers, which this Python "
+                               f"({sys.executable}) cannot import ({e}); install it: pip install 'headscan[export]' "
+                               "(or pip install transformers)") from None
 
     transformers_logging.disable_progress_bar()
     if not args.output.endswith(".pt2"):
