@@ -92,10 +92,11 @@ py::dict compare_summary_dict(const CompareSummary& summary) {
 // scan(model, corpus, flags, progress, metadata, tokenizer_json): `model` a path or a
 // ScriptModule, `corpus` a path or an iterable of strings, `flags` the command line's
 // ("--max-length", "128", …), `progress` None or called as progress(done, total, tokens, unit,
-// final); `metadata` and `tokenizer_json` go into a live module's archive.
+// final); `metadata` and `tokenizer_json` go into a live module's archive; `model_name`, when not
+// empty, names the archive at the path `model` in the run's output (a module exported in memory).
 ScanResult scan_from_python(const py::object& model, const py::object& corpus, const std::vector<std::string>& flags,
                             const py::object& progress, const std::string& metadata,
-                            const std::string& tokenizer_json) {
+                            const std::string& tokenizer_json, const std::string& model_name) {
   // What was given, checked before anything is saved or read: a bad option must not use up the
   // user's generator.
   const std::optional<torch::jit::Module> module = torch::jit::as_module(model);
@@ -132,6 +133,8 @@ ScanResult scan_from_python(const py::object& model, const py::object& corpus, c
     model_file = save_module(*module, metadata, tokenizer_json);
     options.model_path = model_file->path();
     options.model_name = fmt::format("<{}>", module->type()->name() ? module->type()->name()->name() : "ScriptModule");
+  } else if (!model_name.empty()) {
+    options.model_name = model_name;
   }
   if (!corpus_is_path) {
     corpus_file = std::make_unique<DocumentSpool>(corpus, pending);
@@ -251,7 +254,7 @@ PYBIND11_MODULE(_core, m) {
       }, py::arg("output_dir"), py::arg("force"), py::arg("html"), py::arg("plots"));
 
   m.def("scan", &scan_from_python, py::arg("model"), py::arg("corpus"), py::arg("flags"), py::arg("progress"),
-        py::arg("metadata"), py::arg("tokenizer_json"));
+        py::arg("metadata"), py::arg("tokenizer_json"), py::arg("model_name") = "");
 
   py::class_<CompareResult>(m, "CompareResult")
       .def("compare_json", [](const CompareResult& result) { return result.document().dump(2); })

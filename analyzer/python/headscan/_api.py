@@ -261,7 +261,16 @@ def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress
         with archive_for_scan(model, options.get("tokenizer"), metadata, options.get("max_length")) as archive:
             options = {key: value for key, value in options.items()
                        if key != "tokenizer" or isinstance(value, (str, os.PathLike))}
-            return scan(archive.path, corpus, progress=progress, **options)
+            # heads.json names the module as it names a ScriptModule, not by the archive's
+            # /proc/self/fd path.
+            return _run(archive.path, corpus, progress, None, options, model_name=f"<{type(model).__name__}>")
+    return _run(model, corpus, progress, metadata, options)
+
+
+def _run(model: Any, corpus: Any, progress: Union[bool, Callable], metadata: Optional[Mapping[str, Any]],
+         options: dict, model_name: str = "") -> Report:
+    """scan() of a path or a ScriptModule; `model_name` names the archive at the path in the run's
+    output (heads.json's model.path, messages) instead of its path."""
     tokenizer_json = ""
     tokenizer = options.get("tokenizer")
     if tokenizer is not None and not isinstance(tokenizer, (str, os.PathLike)):
@@ -276,7 +285,7 @@ def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress
     callback = progress if callable(progress) else (_tqdm_progress() if progress else None)
     try:
         result = _core.scan(model, corpus, _flags(options), callback,
-                            json.dumps(dict(metadata)) if metadata else "", tokenizer_json)
+                            json.dumps(dict(metadata)) if metadata else "", tokenizer_json, model_name)
     finally:
         if isinstance(callback, _TqdmProgress):
             callback.close()  # a run that raised leaves no bar open
