@@ -47,19 +47,24 @@ void check_examples_path(const std::string& path) {
   }
 }
 
-AnalysisCommand::AnalysisCommand() : app_("headscan: label the attention heads of a TorchScript transformer by what they do") {
+AnalysisCommand::AnalysisCommand()
+    : app_("headscan: label the attention heads of a transformer (an exported program or a TorchScript "
+           "archive) by what they do") {
   app_.set_version_flag("--version", std::function<std::string()>([] {
     // OMP_WAIT_POLICY as LibTorch's OpenMP threads read it (PASSIVE unless the user gave one: wait_policy.cpp).
     const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
     return fmt::format("headscan {} ({}; OMP_WAIT_POLICY={})", HEADSCAN_VERSION, libtorch_description(),
                        wait_policy == nullptr ? "unset" : wait_policy);
   }));
-  app_.footer("Subcommands: headscan tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans "
-              "the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
+  app_.footer("Subcommands: headscan export MODEL_DIR OUT.pt2 exports a Hugging Face model directory with "
+              "torch.export, headscan's observers in the program (Python: headscan export --help); headscan "
+              "tokenize [--tokenizer FILE | MODEL.pt] [FILE] prints the token ids and spans the analysis uses (headscan tokenize --help); headscan idf [MODEL.pt] CORPUS -o FILE counts a corpus's "
               "document frequencies once, for --idf (headscan idf --help); headscan merge DIR... -o OUT combines the "
               "shards of a --shard run into its report (headscan merge --help); headscan compare RUN... -o OUT puts reports "
               "side by side, e.g. checkpoints across training (headscan compare --help).");
-  app_.add_option("model", options_.model_path, "TorchScript model (.pt) saved with torch.jit.save")->required();
+  app_.add_option("model", options_.model_path,
+                  "the model: an exported program (.pt2, from headscan export) or a TorchScript archive (.pt, "
+                  "torch.jit.save), told apart by content")->required();
   app_.add_option("corpus", options_.corpus_path,
                   "text corpus, one document per line; a JSON Lines file (.jsonl), one object per document; or a "
                   "CoNLL-U file (.conllu), one sentence per document")
