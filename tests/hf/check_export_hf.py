@@ -55,7 +55,6 @@ import sys
 import threading
 import time
 import traceback
-import zipfile
 
 import torch
 from tokenizers import Tokenizer
@@ -64,6 +63,7 @@ sys.dont_write_bytecode = True  # export_hf.py is loaded from the source tree: l
 
 from hf_models import ARCHITECTURES, BY_NAME, CORPUS, MAX_POSITIONS, build_model_dir  # noqa: E402 (tests/hf/, beside this file)
 from hf_references import SCORES, reference_scores, special_ids  # noqa: E402
+from hf_tools import archive_file, run  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 EXPORT_SCRIPT = os.path.join(SOURCE_DIR, "scripts", "export_hf.py")
@@ -131,22 +131,6 @@ def check_sdpa_twin(arch, headscan, corpus, work, eager_heads):
 
 
 # ---------------------------------------------------------------------------------------------
-
-
-def run(command, what, **kwargs):
-    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
-    if result.returncode != 0:
-        raise AssertionError(f"{what} failed (exit {result.returncode}): {' '.join(command)}\n"
-                             f"{result.stdout[-3000:]}{result.stderr[-3000:]}")
-    return result.stdout
-
-
-def archive_file(archive, name):
-    with zipfile.ZipFile(archive) as z:
-        for entry in z.namelist():
-            if entry.endswith("/extra/" + name):
-                return z.read(entry).decode("utf-8")
-    raise AssertionError(f"{archive} has no extra file {name}")
 
 
 # transformers' from_pretrained patches process-wide state while it builds a model (parameters are

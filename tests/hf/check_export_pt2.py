@@ -46,7 +46,6 @@ import sys
 import threading
 import time
 import traceback
-import zipfile
 
 import torch
 
@@ -54,6 +53,7 @@ sys.dont_write_bytecode = True
 
 from hf_models import CORPUS, PT2_ARCHITECTURES, PT2_BY_NAME, build_model_dir  # noqa: E402 (tests/hf/)
 from hf_references import SCORES, reference_scores, special_ids  # noqa: E402
+from hf_tools import archive_file, run  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOLERANCE = 1e-5
@@ -62,22 +62,6 @@ MAX_LENGTH = 300  # --max-length: the long line's first window has 300 tokens (a
 # rest) and a short one.
 PT2_CORPUS = [CORPUS[1] + " " + CORPUS[5], " ".join(CORPUS * 2), CORPUS[3]]
 TRANSFORMERS_LOCK = threading.Lock()  # one transformers model built at a time in this process
-
-
-def run(command, what, **kwargs):
-    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
-    if result.returncode != 0:
-        raise AssertionError(f"{what} failed (exit {result.returncode}): {' '.join(command)}\n"
-                             f"{result.stdout[-3000:]}{result.stderr[-3000:]}")
-    return result.stdout
-
-
-def archive_file(archive, name):
-    with zipfile.ZipFile(archive) as z:
-        for entry in z.namelist():
-            if entry.endswith("/extra/" + name):
-                return z.read(entry).decode("utf-8")
-    raise AssertionError(f"{archive} has no extra file {name}")
 
 
 def paths(arch, work):
