@@ -47,7 +47,6 @@ import contextlib
 import importlib.util
 import io
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -62,7 +61,7 @@ from tokenizers import Tokenizer
 sys.dont_write_bytecode = True  # export_hf.py is loaded from the source tree: leave no __pycache__ there
 
 from hf_models import ARCHITECTURES, BY_NAME, CORPUS, MAX_POSITIONS, build_model_dir  # noqa: E402 (tests/hf/, beside this file)
-from hf_references import SCORES, reference_scores, special_ids  # noqa: E402
+from hf_references import compare_scores, reference_scores, special_ids  # noqa: E402
 from hf_tools import archive_file, run  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
@@ -218,20 +217,7 @@ def check(arch, headscan, corpus, work):
     if arch["kv_heads"] is not None:
         assert model["kv_heads"] == arch["kv_heads"], f"heads.json kv_heads {model['kv_heads']}"
     assert len(heads["heads"]) == layers * n_heads
-    worst = {score: 0.0 for score in SCORES}
-    problems = []
-    for head in heads["heads"]:
-        for score in SCORES:
-            want = reference.mean(score, head["layer"], head["head"])
-            got = head["scores"][score]
-            difference = abs(got - want) if got is not None and want is not None else math.inf
-            worst[score] = max(worst[score], difference)
-            if difference > TOLERANCE:
-                problems.append(f"L{head['layer']}H{head['head']} {score}: headscan {got}, transformers {want}")
-    if problems:
-        raise AssertionError(f"{len(problems)} scores differ by more than {TOLERANCE}:\n  " + "\n  ".join(problems[:12]))
-    spread = [head["scores"]["entropy"] for head in heads["heads"]]
-    assert min(spread) < 0.9, f"attention is nearly uniform in every head (entropy {min(spread):.3f}): a weak test"
+    worst = compare_scores(heads, reference, TOLERANCE)
     if arch["name"] in SDPA_TWINS:
         check_sdpa_twin(arch, headscan, corpus, work, heads)
     return worst

@@ -1,6 +1,8 @@
 """The reference scores of tests/hf/check_export_hf.py: per-head previous_token, first_token and
 entropy as DESIGN.md defines them, from transformers' output_attentions (eager attention)."""
 
+import math
+
 import torch
 
 SCORES = ("previous_token", "first_token", "entropy")
@@ -110,3 +112,24 @@ def reference_scores(model_dir, records, specials, causal, attention_layers=None
             reference.add_sequence(out.attentions, record, specials, causal, attention_layers)
             layers = len(maps)
     return reference, layers, maps[0][1].shape[1]
+
+
+def compare_scores(heads, reference, tolerance):
+    """The largest difference of each score of SCORES between heads.json's heads and `reference`
+    (reference_scores()); an AssertionError naming the heads beyond `tolerance`, or when every head's
+    attention is nearly uniform (a weak test)."""
+    worst = {score: 0.0 for score in SCORES}
+    problems = []
+    for head in heads["heads"]:
+        for score in SCORES:
+            want = reference.mean(score, head["layer"], head["head"])
+            got = head["scores"][score]
+            difference = abs(got - want) if got is not None and want is not None else math.inf
+            worst[score] = max(worst[score], difference)
+            if difference > tolerance:
+                problems.append(f"L{head['layer']}H{head['head']} {score}: headscan {got}, transformers {want}")
+    if problems:
+        raise AssertionError(f"{len(problems)} scores differ by more than {tolerance}:\n  " + "\n  ".join(problems[:12]))
+    spread = [head["scores"]["entropy"] for head in heads["heads"]]
+    assert min(spread) < 0.9, f"attention is nearly uniform in every head (entropy {min(spread):.3f}): a weak test"
+    return worst
