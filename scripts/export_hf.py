@@ -67,9 +67,9 @@ import torch
 # a package of their own: `import headscan` would load headscan's C++ core, which this script needs not.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "analyzer", "python", "headscan"))
-from _export import ExportError, ExportInputError  # noqa: E402
+from _export import ExportError  # noqa: E402
 from _export import checks  # noqa: E402
-from _export.command import add_model_options  # noqa: E402
+from _export.command import add_model_options, exit_code  # noqa: E402
 from _export.metadata import (choose_bos, choose_max_length, default_name, load_tokenizer_json,  # noqa: E402
                               unpadded_tokenizer)
 from _export.model import (IdsOnly, LogitsOnly, check_size, example_rows, load_model,  # noqa: E402
@@ -200,16 +200,7 @@ def export(args):
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    try:
-        export(args)
-    except ExportInputError as e:
-        print(f"export_hf.py: error: {args.model_dir}: {e}", file=sys.stderr)
-        return 2
-    except ExportError as e:
-        print(f"export_hf.py: error: {args.model_dir}: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_code("export_hf.py", export, parse_args(argv))
 
 
 if __name__ == "__main__":

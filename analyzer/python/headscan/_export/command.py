@@ -154,21 +154,27 @@ def export(args):
         print(f"  no logits: {exported.missing}")
 
 
+def exit_code(prog, export_function, args):
+    """Runs export_function(args): 0, or the reason on stderr and 2 for what cannot be exported (an
+    ExportInputError), 1 for a check that failed (an ExportError). The exit codes of both exporters."""
+    try:
+        export_function(args)
+    except ExportInputError as e:
+        print(f"{prog}: error: {args.model_dir}: {e}", file=sys.stderr)
+        return 2
+    except ExportError as e:
+        print(f"{prog}: error: {args.model_dir}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None):
     args = parse_args(argv)
     # torch.export's and transformers' warnings about what they trace are not the user's concern:
     # whether the program is right is checked.
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
-    try:
-        export(args)
-    except ExportInputError as e:
-        print(f"{PROG}: error: {args.model_dir}: {e}", file=sys.stderr)
-        return 2
-    except ExportError as e:
-        print(f"{PROG}: error: {args.model_dir}: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_code(PROG, export, args)
 
 
 if __name__ == "__main__":
