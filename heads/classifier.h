@@ -60,6 +60,10 @@ struct BatchContext {
   // Needle probes: [B, T] int64, for each query that is a copy event the position of the needle
   // token the model copies there, -1 elsewhere; null in other batches.
   const at::Tensor* needle_targets = nullptr;
+  // The attention observe() receives is a row block [B, H, Q, T]: the queries first_row ..
+  // first_row + Q − 1 over all T keys (AttentionCallback, analyzer/model/model.h). The per-batch
+  // tensors above stay [B, T], indexed by absolute position.
+  std::int64_t first_row = 0;
 };
 
 // What a classifier concludes about one head.
@@ -89,7 +93,9 @@ class HeadClassifier {
   // sink and window) reads it here. The parameters are named like thresholds, so shards agree on
   // them and heads.json records them.
   virtual void configure(const Thresholds& /*thresholds*/) {}
-  // One layer's attention for one batch: [B, H, T, T].
+  // One row block of one layer's attention for one batch: [B, H, Q, T], rows from
+  // context.first_row. A layer's blocks arrive in row order and cover all T rows; every score must
+  // come out the same whatever the blocks (tests/test_row_blocks.cpp).
   virtual void observe(int layer, const at::Tensor& attention, const BatchContext& context) = 0;
 
   // Mergeable statistics: save() writes them, merge() adds statistics saved by another run of

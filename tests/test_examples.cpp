@@ -49,8 +49,10 @@ TEST_CASE("examples recorded in a causal batch equal the prefix run alone", "[ex
       mask[static_cast<std::int64_t>(b)][static_cast<std::int64_t>(t)] = 1;
     }
   }
-  model->forward(ids, &mask, [&](int layer, const at::Tensor& attention) {
-    for (std::int64_t b = 0; b < 2; ++b) record_example_attention(recorded[static_cast<std::size_t>(b)], layer, attention[b]);
+  model->forward(ids, &mask, [&](int layer, const at::Tensor& attention, std::int64_t first_row) {
+    for (std::int64_t b = 0; b < 2; ++b) {
+      record_example_attention(recorded[static_cast<std::size_t>(b)], layer, attention[b], first_row);
+    }
   });
 
   const auto alone = capture_examples(*model, prefixes, *tokenizer, shape, "corpus line");

@@ -35,7 +35,16 @@ std::vector<at::Tensor> captured(InstrumentedModel& model, const at::Tensor& ids
                                  const headscan::AttentionEdit* edit = nullptr, at::Tensor* logits = nullptr) {
   std::vector<at::Tensor> maps;
   const headscan::ForwardOutput output = model.forward(
-      ids, &mask, [&](int, const at::Tensor& attention) { maps.push_back(attention.clone()); }, scales, edit);
+      ids, &mask,
+      [&](int layer, const at::Tensor& attention, std::int64_t first_row) {
+        if (first_row == 0) {
+          maps.push_back(attention.clone());
+        } else {  // the next row block of the same layer
+          REQUIRE(static_cast<std::size_t>(layer) + 1 == maps.size());
+          maps.back() = at::cat({maps.back(), attention}, /*dim=*/2);
+        }
+      },
+      scales, edit);
   if (logits != nullptr && output.logits) *logits = output.logits->clone();
   return maps;
 }
@@ -127,7 +136,7 @@ TEST_CASE("an exported program's head scales and attention edits act inside Nati
 
   // An edit that makes the last attention layer uniform over the visible keys changes the logits;
   // one that returns the probabilities as they are does not.
-  const headscan::AttentionEdit uniform = [](int layer, const at::Tensor& attention) {
+  const headscan::AttentionEdit uniform = [](int layer, const at::Tensor& attention, std::int64_t) {
     if (layer != 1) return at::Tensor();
     const at::Tensor visible = (attention > 0).to(attention.scalar_type());
     return visible / visible.sum(-1, true);
@@ -135,7 +144,7 @@ TEST_CASE("an exported program's head scales and attention edits act inside Nati
   at::Tensor edited;
   captured(*model, ids, mask, nullptr, &uniform, &edited);
   CHECK((edited - plain).abs().max().item<double>() > 1e-4);
-  const headscan::AttentionEdit identity = [](int, const at::Tensor& attention) { return attention; };
+  const headscan::AttentionEdit identity = [](int, const at::Tensor& attention, std::int64_t) { return attention; };
   at::Tensor kept;
   captured(*model, ids, mask, nullptr, &identity, &kept);
   CHECK((kept - plain).abs().max().item<double>() < 1e-6);

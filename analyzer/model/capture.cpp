@@ -46,11 +46,11 @@ std::optional<at::Tensor> as_attention(const at::Tensor& probs, std::int64_t dim
 
 // Hands one layer's attention to the callback, detached from any autograd graph (a gradient pass
 // differentiates through the probabilities, the classifiers only read them).
-void deliver(CaptureState& state, int layer, const at::Tensor& attention) {
+void deliver(CaptureState& state, int layer, const at::Tensor& attention, std::int64_t first_row) {
   if (!*state.on_attention) return;
   at::Tensor probs = attention.detach();
   if (probs.scalar_type() != at::kFloat) probs = probs.to(at::kFloat);
-  (*state.on_attention)(layer, probs);
+  (*state.on_attention)(layer, probs, first_row);
 }
 
 // The layer's probabilities with each head multiplied by its scale: (ξ_h·A)·V is then ξ_h times
@@ -84,14 +84,14 @@ at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim) {
   if (!attention) return probs;
   const int layer = state->next_layer++;
   try {
-    deliver(*state, layer, *attention);
+    deliver(*state, layer, *attention, /*first_row=*/0);
     at::Tensor result = probs;
     if (state->scales != nullptr && layer < static_cast<int>(state->scales->size()) &&
         (*state->scales)[static_cast<std::size_t>(layer)].defined()) {
       result = scale_heads(probs, *attention, (*state->scales)[static_cast<std::size_t>(layer)]);
     }
     if (state->edit != nullptr && *state->edit) {
-      const at::Tensor edited = (*state->edit)(layer, result.view(attention->sizes()));
+      const at::Tensor edited = (*state->edit)(layer, result.view(attention->sizes()), /*first_row=*/0);
       if (edited.defined()) result = edited.view(probs.sizes());
     }
     return result;
@@ -168,7 +168,7 @@ void CaptureScope::rethrow_captured_error() const {
 bool CaptureScope::offer(const at::Tensor& tensor) {
   auto attention = as_attention(tensor, /*dim=*/-1, *state_);
   if (!attention || attention->dim() != 4 || tensor.dim() != 4) return false;
-  deliver(*state_, state_->next_layer++, *attention);
+  deliver(*state_, state_->next_layer++, *attention, /*first_row=*/0);
   return true;
 }
 

@@ -20,9 +20,12 @@ class Tensor;
 
 namespace headscan {
 
-// Receives every attention-probability tensor a forward call produces, in execution order.
-// `attention` is [B, H, T, T]; `layer` counts from 0 within one forward call.
-using AttentionCallback = std::function<void(int layer, const at::Tensor& attention)>;
+// Receives every attention-probability tensor a forward call produces, in execution order, as row
+// blocks: `attention` is [B, H, Q, T], the probabilities of queries first_row .. first_row + Q − 1
+// over all T keys (positions stay absolute). A layer's blocks come one after another, in row order,
+// and together cover its T rows; a model that materialises its attention gives one block of all T
+// rows (first_row 0). `layer` counts from 0 within one forward call.
+using AttentionCallback = std::function<void(int layer, const at::Tensor& attention, std::int64_t first_row)>;
 
 // Multipliers of the attention probabilities inside the graph, for the causal passes: entry l is
 // layer l's [B, H] float tensor (head h of sequence b scaled by [b, h]; it may require grad), or
@@ -30,10 +33,11 @@ using AttentionCallback = std::function<void(int layer, const at::Tensor& attent
 using HeadScales = std::vector<at::Tensor>;
 
 // Replaces a layer's attention probabilities inside the graph, for the causal passes: called with
-// the layer and its [B, H, T, T] probabilities (after the callback and the head scales), it returns
-// the probabilities the model goes on with, of the same shape and type, or an undefined tensor to
-// leave them.
-using AttentionEdit = std::function<at::Tensor(int layer, const at::Tensor& attention)>;
+// the layer and a row block of its probabilities, [B, H, Q, T] from row first_row (after the callback
+// and the head scales; AttentionCallback), it returns the probabilities the model goes on with, of
+// the same shape and type, or an undefined tensor to leave them.
+using AttentionEdit =
+    std::function<at::Tensor(int layer, const at::Tensor& attention, std::int64_t first_row)>;
 
 // What a forward call produced besides attention: the logits, when the model returns a [B, T, V]
 // tensor (alone or first in a tuple), for probe losses.
@@ -88,6 +92,12 @@ class InstrumentedModel {
   // require grad); else why they cannot, for the passes that differentiate.
   virtual std::string gradient_limit() const = 0;
 
+  // The rows Q of each block in which headscan's attention op computes attention (AttentionCallback):
+  // 0, the default, plans them from the device's free memory for each call (attention_plan.h);
+  // --attention-block sets them. Attention the model materialises itself comes as one block.
+  void set_attention_block(std::int64_t rows) { attention_block_ = rows; }
+  std::int64_t attention_block() const { return attention_block_; }
+
   // Runs forward on ids [B, T] int64 (and mask [B, T] int64, 1 = real token, when the model takes
   // one), on any device (they move to the model's), handing each attention tensor to `on_attention`
   // as it is produced. Throws InputError for problems of the model or its input (a fused attention
@@ -104,6 +114,9 @@ class InstrumentedModel {
   InstrumentedModel() = default;
   InstrumentedModel(const InstrumentedModel&) = delete;
   InstrumentedModel& operator=(const InstrumentedModel&) = delete;
+
+ private:
+  std::int64_t attention_block_ = 0;
 };
 
 }  // namespace headscan

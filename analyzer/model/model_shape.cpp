@@ -27,16 +27,18 @@ ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::i
   const at::Tensor mask = torch::ones_like(input);
   ModelShape shape;
   bool causal = true;
-  const ForwardOutput output = model.forward(input, &mask, [&](int layer, const at::Tensor& attention) {
-    if (layer == 0) shape.heads = static_cast<int>(attention.size(1));
+  const ForwardOutput output = model.forward(input, &mask, [&](int layer, const at::Tensor& attention,
+                                                               std::int64_t first_row) {
+    if (layer == 0 && first_row == 0) shape.heads = static_cast<int>(attention.size(1));
     if (attention.size(1) != shape.heads) {
       throw InputError(fmt::format("attention layer {} has {} heads, layer 0 has {}; headscan needs the same "
                                    "number of (query) heads in every layer",
                                    layer, attention.size(1), shape.heads));
     }
     shape.layers = layer + 1;
-    require_finite_attention(layer, attention, nullptr);
-    if (attention.triu(/*diagonal=*/1).abs().max().item<double>() > kCausalTolerance) causal = false;
+    require_finite_attention(layer, attention, nullptr, first_row);
+    // Rows first_row + q: keys above the diagonal are j > first_row + q.
+    if (attention.triu(/*diagonal=*/first_row + 1).abs().max().item<double>() > kCausalTolerance) causal = false;
   });
   if (shape.layers == 0) {
     throw InputError(fmt::format(
@@ -51,11 +53,12 @@ ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::i
   return shape;
 }
 
-at::Tensor nonfinite_attention(const at::Tensor& attention, const at::Tensor* valid) {
+at::Tensor nonfinite_attention(const at::Tensor& attention, const at::Tensor* valid, std::int64_t first_row) {
   // A row's sum is finite exactly when all of its weights are: one pass, no tensor of the
   // attention's size.
-  const at::Tensor broken_rows = attention.sum(-1).isfinite().logical_not().any(1);  // [B, T]
-  return (valid != nullptr ? broken_rows.logical_and(*valid) : broken_rows).any();
+  const at::Tensor broken_rows = attention.sum(-1).isfinite().logical_not().any(1);  // [B, Q]
+  if (valid == nullptr) return broken_rows.any();
+  return broken_rows.logical_and(valid->narrow(/*dim=*/1, first_row, attention.size(2))).any();
 }
 
 void report_nonfinite_attention(int layer) {
@@ -66,8 +69,8 @@ void report_nonfinite_attention(int layer) {
                                layer));
 }
 
-void require_finite_attention(int layer, const at::Tensor& attention, const at::Tensor* valid) {
-  if (nonfinite_attention(attention, valid).item<bool>()) report_nonfinite_attention(layer);
+void require_finite_attention(int layer, const at::Tensor& attention, const at::Tensor* valid, std::int64_t first_row) {
+  if (nonfinite_attention(attention, valid, first_row).item<bool>()) report_nonfinite_attention(layer);
 }
 
 }  // namespace headscan

@@ -27,14 +27,15 @@ struct ModelShape {
 // when the forward produces no attention, or layers with different head counts.
 ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::int64_t>& ids);
 
-// Throws InputError, naming the layer, when attention [B, H, T, T] holds NaN or infinite weights in
-// a row of a real query (`valid` [B, T] bool, 1 for real tokens; null: every row): softmax gives
-// neither, so the model's weights or its computation are broken. Rows of padding may hold NaN when a
-// mask hides every key from them, and are not checked.
-void require_finite_attention(int layer, const at::Tensor& attention, const at::Tensor* valid);
+// Throws InputError, naming the layer, when a row block of attention [B, H, Q, T] (rows first_row
+// ..) holds NaN or infinite weights in a row of a real query (`valid` [B, T] bool, 1 for real tokens;
+// null: every row): softmax gives neither, so the model's weights or its computation are broken.
+// Rows of padding may hold NaN when a mask hides every key from them, and are not checked.
+void require_finite_attention(int layer, const at::Tensor& attention, const at::Tensor* valid,
+                              std::int64_t first_row = 0);
 // The same check in two halves, so that a run can wait for the device once per batch: a 0-dim bool
 // tensor on the attention's device, true when a real query's row is broken; and the error.
-at::Tensor nonfinite_attention(const at::Tensor& attention, const at::Tensor* valid);
+at::Tensor nonfinite_attention(const at::Tensor& attention, const at::Tensor* valid, std::int64_t first_row = 0);
 [[noreturn]] void report_nonfinite_attention(int layer);
 
 }  // namespace headscan

@@ -35,14 +35,24 @@ ExampleSequence make_example(const Sequence& sequence, const Tokenizer& tokenize
   return example;
 }
 
-void record_example_attention(ExampleSequence& example, int layer, const at::Tensor& attention) {
-  TORCH_CHECK(attention.dim() == 3, "attention must be [H,T,T], got ", attention.sizes());
+void record_example_attention(ExampleSequence& example, int layer, const at::Tensor& attention,
+                              std::int64_t first_row) {
+  TORCH_CHECK(attention.dim() == 3, "attention must be [H,Q,T], got ", attention.sizes());
   const auto length = static_cast<std::int64_t>(example.tokens.size());
-  if (layer < 0 || layer >= example.layers || attention.size(0) != example.heads || attention.size(1) < length) return;
+  if (layer < 0 || layer >= example.layers || attention.size(0) != example.heads || attention.size(2) < length) return;
+  // The block's rows that are the example's: first_row .. min(first_row + Q, length) − 1.
+  const std::int64_t rows = std::min(attention.size(1), length - first_row);
+  if (rows <= 0) return;
   const at::Tensor corner =
-      attention.slice(/*dim=*/1, 0, length).slice(/*dim=*/2, 0, length).to(torch::kCPU, torch::kFloat).contiguous();  // [H, T, T]
-  std::copy_n(corner.data_ptr<float>(), corner.numel(),
-              example.attention.begin() + static_cast<std::ptrdiff_t>(layer) * corner.numel());
+      attention.slice(/*dim=*/1, 0, rows).slice(/*dim=*/2, 0, length).to(torch::kCPU, torch::kFloat).contiguous();  // [H, rows, T]
+  const float* data = corner.data_ptr<float>();
+  const auto width = static_cast<std::size_t>(length);
+  for (std::int64_t head = 0; head < example.heads; ++head) {
+    const std::size_t map = (static_cast<std::size_t>(layer) * static_cast<std::size_t>(example.heads) +
+                             static_cast<std::size_t>(head)) * width * width;
+    std::copy_n(data + static_cast<std::size_t>(head * rows) * width, static_cast<std::size_t>(rows) * width,
+                example.attention.begin() + static_cast<std::ptrdiff_t>(map + static_cast<std::size_t>(first_row) * width));
+  }
 }
 
 std::vector<ExampleSequence> capture_examples(InstrumentedModel& model, const std::vector<Sequence>& sequences,
@@ -59,8 +69,10 @@ std::vector<ExampleSequence> capture_examples(InstrumentedModel& model, const st
     const at::Tensor ids = torch::tensor(padded, torch::kInt64).unsqueeze(0);
     at::Tensor mask = torch::ones_like(ids);
     mask.slice(/*dim=*/1, static_cast<std::int64_t>(sequence.ids.size())).zero_();
-    model.forward(ids, &mask, [&](int layer, const at::Tensor& attention) {
-      if (layer < shape.layers && attention.size(1) == shape.heads) record_example_attention(example, layer, attention[0]);
+    model.forward(ids, &mask, [&](int layer, const at::Tensor& attention, std::int64_t first_row) {
+      if (layer < shape.layers && attention.size(1) == shape.heads) {
+        record_example_attention(example, layer, attention[0], first_row);
+      }
     });
     examples.push_back(std::move(example));
   }

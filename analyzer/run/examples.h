@@ -26,10 +26,12 @@ class ExampleChooser {
 ExampleSequence make_example(const Sequence& sequence, const Tokenizer& tokenizer, const ModelShape& shape,
                              const std::string& source);
 
-// Copies one layer's attention of the example's sequence into it. `attention` is [H, T', T'] for the
-// whole sequence (T' >= the example's length): in a causal model its top-left corner is exactly the
-// attention of the example's prefix, so examples are recorded in the corpus pass at no extra cost.
-void record_example_attention(ExampleSequence& example, int layer, const at::Tensor& attention);
+// Copies one row block of one layer's attention of the example's sequence into it. `attention` is
+// [H, Q, T'], rows first_row .. of the whole sequence (T' >= the example's length): in a causal model
+// its top-left corner is exactly the attention of the example's prefix, so examples are recorded in
+// the corpus pass at no extra cost.
+void record_example_attention(ExampleSequence& example, int layer, const at::Tensor& attention,
+                              std::int64_t first_row = 0);
 
 // Runs each sequence alone and keeps the attention of every layer and head. `source` names them
 // ("corpus line", "probe").

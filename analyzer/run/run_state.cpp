@@ -152,7 +152,8 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
                              needle_targets.defined() ? &needle_targets : nullptr};
   observers.begin_batch();
   const bool recording = record_examples && examples != nullptr;
-  ForwardOutput output = model->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention) {
+  ForwardOutput output = model->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention,
+                                                                        std::int64_t first_row) {
     if (layer >= shape.layers || attention.size(1) != shape.heads) {
       throw InputError(fmt::format(
           "the model produced attention for layer {} with {} heads, but the first sequence showed {} layers "
@@ -161,17 +162,21 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
           layer, attention.size(1), shape.layers, shape.heads));
     }
     // Checked with the batch's sums, before the layer's statistics: one wait for the device per batch.
-    observers.pending_sums().add(nonfinite_attention(attention, &tensors.valid).view({1}),
+    observers.pending_sums().add(nonfinite_attention(attention, &tensors.valid, first_row).view({1}),
                                  [layer](const double* broken, std::int64_t) {
                                    if (broken[0] != 0) report_nonfinite_attention(layer);
                                  });
-    if (feeds) observers.observe(layer, attention, context);
+    if (feeds) {
+      BatchContext block = context;
+      block.first_row = first_row;
+      observers.observe(layer, attention, block);
+    }
     if (!recording) return;
     for (std::size_t b = 0; b < batch.size(); ++b) {
       const int example = batch[b].example;
       if (example >= 0 && example < static_cast<int>(examples->size())) {
         record_example_attention((*examples)[static_cast<std::size_t>(example)], layer,
-                                 attention[static_cast<std::int64_t>(b)]);
+                                 attention[static_cast<std::int64_t>(b)], first_row);
       }
     }
   }, scales, edit);

@@ -115,18 +115,18 @@ class ExportedProgram final : public InstrumentedModel {
     const bool gradients = c10::GradMode::is_enabled();
     AttentionCallback observed;
     if (on_attention) {
-      observed = [&on_attention, gradients](int layer, const at::Tensor& attention) {
+      observed = [&on_attention, gradients](int layer, const at::Tensor& attention, std::int64_t first_row) {
         const c10::InferenceMode ordinary(false);
         const c10::AutoGradMode grad_mode(gradients);
-        on_attention(layer, attention);
+        on_attention(layer, attention, first_row);
       };
     }
     AttentionEdit edited;
     if (edit != nullptr && *edit) {
-      edited = [edit, gradients](int layer, const at::Tensor& attention) {
+      edited = [edit, gradients](int layer, const at::Tensor& attention, std::int64_t first_row) {
         const c10::InferenceMode ordinary(false);
         const c10::AutoGradMode grad_mode(gradients);
-        return (*edit)(layer, attention);
+        return (*edit)(layer, attention, first_row);
       };
     }
     CaptureScope scope(batch, length, observed, scales, edit != nullptr ? &edited : nullptr);

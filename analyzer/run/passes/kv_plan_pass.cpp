@@ -53,20 +53,15 @@ class KvPlanPass : public Pass {
     const int kv_heads = state.model->metadata().n_kv_heads.value_or(state.shape.heads);
     const std::vector<at::Tensor> restricted = streaming_heads(state, kv_heads > 0 ? kv_heads : state.shape.heads);
     const StreamingWindow window = streaming_window(state.thresholds);
-    std::int64_t cached_length = -1;
-    at::Tensor kept;  // [T, T] bool: the keys a streaming cache keeps for each query
-    const AttentionEdit edit = [&](int layer, const at::Tensor& attention) -> at::Tensor {
+    const AttentionEdit edit = [&](int layer, const at::Tensor& attention, std::int64_t first_row) -> at::Tensor {
       if (layer >= static_cast<int>(restricted.size()) || !restricted[static_cast<std::size_t>(layer)].defined()) {
         return at::Tensor();
       }
-      const std::int64_t length = attention.size(-1);
-      if (length != cached_length) {
-        const at::Tensor position = torch::arange(length, torch::TensorOptions(torch::kInt64).device(attention.device()));
-        const at::Tensor query = position.unsqueeze(1);
-        const at::Tensor key = position.unsqueeze(0);
-        kept = key.lt(window.sink).logical_or(key.gt(query - window.window)).logical_and(key.le(query));
-        cached_length = length;
-      }
+      // [Q, T] bool: the keys a streaming cache keeps for each query of the block.
+      const auto positions = torch::TensorOptions(torch::kInt64).device(attention.device());
+      const at::Tensor query = torch::arange(first_row, first_row + attention.size(-2), positions).unsqueeze(1);
+      const at::Tensor key = torch::arange(attention.size(-1), positions).unsqueeze(0);
+      const at::Tensor kept = key.lt(window.sink).logical_or(key.gt(query - window.window)).logical_and(key.le(query));
       const at::Tensor masked = attention * kept.to(attention.scalar_type());
       const at::Tensor renormalized = masked / masked.sum(-1, /*keepdim=*/true).clamp_min(1e-30);
       const at::Tensor heads = restricted[static_cast<std::size_t>(layer)].view({1, -1, 1, 1});
