@@ -82,6 +82,7 @@ void set_run(nlohmann::ordered_json& document, const RunSummary& run) {
     document["run"]["dtype"] = run.dtype;
   }
   if (run.peak_device_memory >= 0) document["run"]["peak_device_memory_bytes"] = run.peak_device_memory;
+  if (run.peak_host_memory >= 0) document["run"]["peak_host_memory_bytes"] = run.peak_host_memory;
   if (!run.phases.empty()) {
     nlohmann::ordered_json phases = nlohmann::ordered_json::object();
     for (const auto& [name, seconds] : run.phases) phases[name] = std::round(seconds * 1000) / 1000;

@@ -71,6 +71,7 @@ struct RunSummary {
   std::string device_name;  // the GPU's or CPU's name
   std::string dtype;        // the dtype the model ran in
   std::int64_t peak_device_memory = -1;  // bytes LibTorch's GPU allocator held at most; -1: not a GPU
+  std::int64_t peak_host_memory = -1;    // the process's peak resident bytes; -1: not known
 };
 
 // The document, with `heads` from ClassifierSet::finalize() (heads/classifier_set.h).

@@ -84,6 +84,10 @@ AnalysisCommand::AnalysisCommand()
                   "tokens per sequence, BOS included; longer lines are cut into windows "
                   "(default: max_length of headscan.json, else 512)")
       ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
+  app_.add_option("--attention-block", attention_block_,
+                  "query rows per block of headscan's attention op: auto (planned from the device's free memory, "
+                  "the whole T x T where it fits) or a number N >= 1; the rows of every block at most N")
+      ->capture_default_str();
   app_.add_option("--dtype", options_.dtype,
                   "cast the model's floating-point parameters to this dtype when loading it (default: run it in "
                   "the dtype its archive holds); attention statistics are summed in float32 or wider either way")
@@ -160,6 +164,7 @@ AnalysisOptions AnalysisCommand::finish() {
   check_examples_path(options_.examples_path);
   check_text_field(*text_field_, options_.corpus_path);
   options_.seed = parse_seed_option(seed_);
+  options_.attention_block = parse_attention_block_option(attention_block_);
   options_.thresholds = parse_threshold_options(thresholds_);
   if (sink_) set_streaming_size(options_.thresholds, "--sink", "streaming_sink", *sink_);
   if (window_) set_streaming_size(options_.thresholds, "--window", "streaming_window", *window_);

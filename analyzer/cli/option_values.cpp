@@ -103,6 +103,19 @@ std::uint64_t parse_seed_option(const std::string& text) {
   return seed;
 }
 
+std::int64_t parse_attention_block_option(const std::string& text) {
+  if (text == "auto") return 0;
+  std::int64_t rows = 0;
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), rows);
+  if (!digits || error != std::errc() || end != text.data() + text.size() || rows < 1 || rows > (std::int64_t{1} << 31)) {
+    throw InputError(fmt::format("--attention-block {}: expected auto or a number of query rows from 1 to 2147483648 "
+                                 "(2^31); e.g. --attention-block 256",
+                                 shown(text)));
+  }
+  return rows;
+}
+
 void check_path_option(const std::string& what, const std::string& path) {
   std::size_t longest_name = 0;
   for (std::size_t begin = 0; begin <= path.size();) {

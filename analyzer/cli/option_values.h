@@ -40,6 +40,10 @@ void set_streaming_size(std::map<std::string, double>& thresholds, const std::st
 // what was expected and what was found (a sign, a fraction, a number past 2^64 - 1).
 std::uint64_t parse_seed_option(const std::string& text);
 
+// The --attention-block value: "auto" (0: planned) or the most query rows a block may have, a
+// whole number from 1 to 2^31. Throws InputError saying what was expected.
+std::int64_t parse_attention_block_option(const std::string& text);
+
 // Refuses a text given where a path belongs (`what`: "the model path", "--idf") that no path can
 // be, before anything tries to open it: longer than PATH_MAX bytes, or with a name longer than
 // NAME_MAX. The message quotes only its start (shown_path). Throws InputError.

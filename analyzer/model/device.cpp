@@ -1,6 +1,7 @@
 #include "analyzer/model/device.h"
 
 #include <dlfcn.h>
+#include <sys/resource.h>
 
 #include <fstream>
 #include <new>
@@ -113,6 +114,12 @@ void reset_peak_device_memory(const c10::Device& device) {
   if (!device.is_cuda()) return;
   initialize_accelerator(device);
   at::accelerator::resetPeakStats(device.index());
+}
+
+std::int64_t peak_host_memory() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux counts kilobytes
 }
 
 bool names_out_of_memory(const std::string& what) {

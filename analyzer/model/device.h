@@ -22,6 +22,10 @@ std::string device_name(const c10::Device& device);
 std::int64_t peak_device_memory(const c10::Device& device);
 void reset_peak_device_memory(const c10::Device& device);
 
+// The most bytes of memory this process has held resident so far (getrusage's ru_maxrss): the
+// host's peak, which on the CPU includes every tensor of the run.
+std::int64_t peak_host_memory();
+
 // Whether a message says an allocation failed.
 bool names_out_of_memory(const std::string& what);
 // Whether `error` is an allocation failure (LibTorch's OutOfMemoryError, std::bad_alloc, or a

@@ -36,6 +36,7 @@ void load_model_and_text(RunState& state, const c10::Device& device) {
   // --device auto: a model that cannot move runs where it is, and the run
   // follows it (InstrumentedModel::device()).
   state.model = InstrumentedModel::load(options.model_path, options.dtype, device, options.device != "auto");
+  state.model->set_attention_block(options.attention_block);
   const ModelMetadata& metadata = state.model->metadata();
   state.text = resolve_text_setup(TextSources{options.tokenizer_path, options.model_path,
                                               state.model->embedded_tokenizer(), &metadata, options.max_length});
@@ -318,6 +319,7 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
 
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.peak_device_memory = peak_device_memory(model_device);
+  run.peak_host_memory = peak_host_memory();
   if (spooled != nullptr) {
     for (std::string& warning : state.warnings) warning = spooled->named(warning);
   }

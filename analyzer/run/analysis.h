@@ -44,6 +44,9 @@ struct AnalysisOptions {
   int threads = 0;                        // 0: LibTorch's default
   std::int64_t batch_size = 8;            // sequences per forward call
   std::int64_t max_length = 0;            // 0: headscan.json's max_length, else 512
+  // --attention-block: at most this many query rows per block of headscan's attention op
+  // (InstrumentedModel::set_attention_block); 0 ("auto"): planned from the device's free memory.
+  std::int64_t attention_block = 0;
   std::int64_t max_sequences = 0;         // 0: the whole corpus
   std::uint64_t seed = 0;                 // for probe sequences
   std::map<std::string, double> thresholds;  // overrides by name
