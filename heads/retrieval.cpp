@@ -33,9 +33,10 @@ class RetrievalClassifier : public MeanScoreClassifier {
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (context.needle_targets == nullptr) return;
-    const at::Tensor& targets = *context.needle_targets;  // [B, T]
+    // The block's queries of the copy events' targets [B, T]: [B, Q].
+    const at::Tensor targets = context.needle_targets->narrow(/*dim=*/1, context.first_row, attention.size(2));
     RowSummary local;
-    const at::Tensor& argmax = row_summary(layer, attention, context, local).argmax;  // [B, H, T]
+    const at::Tensor& argmax = row_summary(layer, attention, context, local).argmax;  // [B, H, Q]
     const at::Tensor hits = (argmax == targets.unsqueeze(1)).to(at::kFloat);
     means_.add(layer, hits, targets >= 0, context.sums);
   }
