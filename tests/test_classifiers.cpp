@@ -1,5 +1,6 @@
 // Classifiers on hand-made attention tensors: masks for padding and BOS, merging of statistics,
 // labels and their order.
+#include <algorithm>
 #include <iterator>
 #include <limits>
 
@@ -273,4 +274,82 @@ TEST_CASE("thresholds and primary labels", "[classifiers]") {
   CHECK(primary_label({"broad", "positional", "previous-token"}) == "previous-token");
   CHECK(primary_label({"first-token", "broad"}) == "first-token");
   CHECK(primary_label({}) == "none");
+}
+
+namespace {
+
+// Causal attention [2, 3, T, T] with random weights over each query's visible keys, for two
+// sequences of T and T − 4 tokens (padded to T; the padded rows attend like any other and must not
+// count).
+struct CausalBatch {
+  std::int64_t length;
+  at::Tensor ids, valid, special, idf, attention;
+
+  explicit CausalBatch(std::int64_t tokens) : length(tokens) {
+    torch::manual_seed(7);
+    ids = torch::zeros({2, length}, torch::kInt64);
+    valid = torch::ones({2, length}, torch::kBool);
+    valid[1].slice(/*dim=*/0, length - 4).fill_(false);
+    special = torch::zeros({2, length}, torch::kBool);
+    idf = torch::zeros({2, length});
+    const at::Tensor later = torch::ones({length, length}, torch::kBool).triu(/*diagonal=*/1);
+    attention = torch::randn({2, 3, length, length}).mul(3).masked_fill(later, -std::numeric_limits<float>::infinity()).softmax(-1);
+  }
+  BatchContext context(std::int64_t first_row) const {
+    BatchContext context{ids, valid, valid, special, idf, true, true, BatchSource::corpus, 0};
+    context.first_row = first_row;
+    return context;
+  }
+};
+
+// The classifier's scores of layer 0's heads after it observed `batch` in row blocks of `rows`
+// (the last one shorter), as views of the whole or, with `copy`, as blocks of their own.
+std::vector<nlohmann::ordered_json> blocked_scores(HeadClassifier& classifier, const CausalBatch& batch,
+                                                   std::int64_t rows, bool copy, const Thresholds& thresholds) {
+  classifier.configure(thresholds);
+  classifier.begin(ModelShape{1, 3});
+  for (std::int64_t first = 0; first < batch.length; first += rows) {
+    const at::Tensor block = batch.attention.narrow(/*dim=*/2, first, std::min(rows, batch.length - first));
+    classifier.observe(0, copy ? block.contiguous() : block, batch.context(first));
+  }
+  std::vector<nlohmann::ordered_json> scores;
+  for (int head = 0; head < 3; ++head) {
+    std::vector<std::string> labels;
+    scores.push_back(nlohmann::ordered_json::object());
+    HeadVerdict verdict{scores.back(), labels};
+    classifier.finalize(0, head, thresholds, verdict);
+  }
+  return scores;
+}
+
+}  // namespace
+
+TEST_CASE("streaming counts absolute positions in every row block", "[classifiers][streaming]") {
+  const CausalBatch batch(20);
+  // S = 2, W = 5: queries i ≥ 7 keep keys 0, 1 and i − 4 .. i.
+  const Thresholds thresholds = resolve_thresholds({{"streaming_sink", 2}, {"streaming_window", 5}});
+  const at::Tensor a = batch.attention.to(torch::kDouble);
+  for (int head = 0; head < 3; ++head) {
+    double sum = 0;
+    std::int64_t count = 0;
+    for (int b = 0; b < 2; ++b) {
+      for (std::int64_t i = 7; i < (b == 0 ? 20 : 16); ++i) {
+        sum += a[b][head][i].slice(0, 0, 2).sum().item<double>() + a[b][head][i].slice(0, i - 4, i + 1).sum().item<double>();
+        ++count;
+      }
+    }
+    CAPTURE(head);
+    const auto whole = blocked_scores(*make_streaming_classifier(), batch, 20, false, thresholds);
+    CHECK(whole[head]["streaming"].get<double>() == Approx(sum / count).margin(1e-6));
+    for (const std::int64_t rows : {1, 7}) {
+      for (const bool copy : {false, true}) {
+        CAPTURE(rows, copy);
+        const auto blocked = blocked_scores(*make_streaming_classifier(), batch, rows, copy, thresholds);
+        CHECK(blocked[head]["streaming"].get<double>() == Approx(whole[head]["streaming"].get<double>()).margin(1e-6));
+      }
+    }
+  }
+  // Blocks that end before query S + W count nothing.
+  const auto early = blocked_scores(*make_streaming_classifier(), CausalBatch(7), 3, false, thresholds);
+  CHECK(early[0]["streaming"].is_null());
 }
