@@ -9,7 +9,9 @@ pins the versions the tests use); nothing is downloaded.
 
 What it writes
   OUT.pt, a `torch.jit.trace` of the model with eager attention (every attention softmax in the
-  graph, where headscan captures it) whose forward(input_ids, attention_mask) takes int64 [B,T]
+  graph, where headscan captures it; always eager, unlike `headscan export`'s SDPA: TorchScript
+  tracing is deprecated, and a trace is silently wrong past its traced length for some models, so
+  long contexts are for exported programs) whose forward(input_ids, attention_mask) takes int64 [B,T]
   (mask 1 = real token) and returns the logits only, with two files inside:
   - tokenizer.json: MODEL_DIR/tokenizer.json, or the slow tokenizer converted by transformers;
   - headscan.json: {"name", "bos_token", "max_length", "causal", "n_kv_heads"}.
@@ -47,7 +49,8 @@ Checks before saving (exit 1 with the reason when one fails)
   - nor on the length across the model's blocks: the config's sliding windows, chunked attention,
     chunks of linear attention and sequence convolutions, and 64 (the chunk of transformers'
     chunked linear-attention kernels): the logits must equal the eager model's at each block size
-    and one token more, and at max_length or 4 x the largest block, whichever is shorter; a trace
+    up to 4,096 tokens and one token more, and at max_length, 4 x the largest block or 4,096
+    tokens, whichever is shortest (the checks run the eager model on the CPU); a trace
     exact at one length and not another (a loop over chunks unrolled at the traced length) is
     refused;
   - padding does not change the attention of real tokens: a padded row's attention (eager,
@@ -88,7 +91,7 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.max_length is not None and args.max_length < 2:
         parser.error("--max-length must be at least 2")
-    if args.max_length_cap < 2:
+    if args.max_length_cap is not None and args.max_length_cap < 2:
         parser.error("--max-length-cap must be at least 2")
     return args
 

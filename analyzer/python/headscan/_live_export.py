@@ -14,13 +14,15 @@ from typing import Any, Mapping, Optional, Union
 from ._core import InputError, RunError
 from ._export import ExportError, ExportInputError
 from ._export.exporter import export_model, extra_files
-from ._export.metadata import choose_bos, default_name, model_positions, unpadded_tokenizer
+from ._export.metadata import DEFAULT_MAX_LENGTH_CAP, choose_bos, default_name, model_positions, unpadded_tokenizer
 from ._export.model import refuse_encoder_decoder
 from ._export.pt2 import package, package_to_memory
 
-# The longest sequence an export allows when neither max_length nor the model's positions say (the
-# command line's --max-length-cap): the attention is T x T.
-DEFAULT_MAX_LENGTH = 1024
+# The longest sequence an export allows when max_length is not given: the model's positions, at most
+# this for a module with eager attention (whose [B, H, T, T] probabilities it materialises per
+# layer: the command line's --max-length-cap) or whose config names no positions. A module with SDPA
+# attention (headscan computes it in row blocks) takes its positions.
+DEFAULT_MAX_LENGTH = DEFAULT_MAX_LENGTH_CAP
 
 
 class ExportedArchive(os.PathLike):
@@ -88,7 +90,10 @@ def _max_length(module: Any, max_length: Optional[int]) -> int:
         return int(max_length)
     config = getattr(module, "config", None)
     positions = model_positions(config) if config is not None and hasattr(config, "model_type") else None
-    return min(positions[0], DEFAULT_MAX_LENGTH) if positions else DEFAULT_MAX_LENGTH
+    if not positions:
+        return DEFAULT_MAX_LENGTH
+    sdpa = getattr(config, "_attn_implementation", None) == "sdpa"
+    return positions[0] if sdpa else min(positions[0], DEFAULT_MAX_LENGTH)
 
 
 def _name(module: Any, config: Any) -> str:
@@ -165,8 +170,8 @@ def export(module: Any, out: Union[str, os.PathLike, None] = None, *, tokenizer:
     """Exports ``module`` (a torch.nn.Module: a transformers model as loaded, eager or SDPA
     attention) with torch.export to the .pt2 archive headscan analyses, as ``headscan export`` does
     from a model directory: forward(input_ids, attention_mask) -> logits, batch and length dynamic
-    up to ``max_length`` (default: the model's positions, at most 1024), headscan's observer on every
-    attention, checked against the module at lengths across its blocks before it is written.
+    up to ``max_length`` (default: the model's positions; at most 1024 for a module with eager
+    attention, which materialises its T x T probabilities), headscan's observer on every attention, checked against the module at lengths across its blocks before it is written.
 
     ``tokenizer``: a path of a tokenizer.json, a tokenizers.Tokenizer or a fast transformers
     tokenizer, embedded as the archive's tokenizer.json. ``metadata``: fields of headscan.json

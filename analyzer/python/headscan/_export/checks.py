@@ -11,6 +11,10 @@ from .model import example_rows, padded_batch
 # transformers' chunked linear-attention kernels (torch_chunk_gated_delta_rule of Qwen3-Next and
 # Qwen3.5, and their kin) loop over chunks of 64 tokens by default, a size no config names.
 DEFAULT_CHUNK = 64
+# The longest length the exports check the archive against the model at: the checks run the model
+# and the archive on the CPU as they are (an eager model materialises its [B, H, T, T] attention),
+# so a model of 128k positions is checked up to 4,096 tokens (and a block of 4,096 one token more).
+LONGEST_CHECK = 4096
 # Config fields that give a length in tokens where a model's computation changes: sliding windows,
 # chunked attention, chunks and blocks of linear attention and state-space layers, convolution
 # kernels along the sequence.
@@ -120,13 +124,15 @@ def block_sizes(config):
 
 
 def lengths_to_check(blocks, max_length, shortest):
-    """Each block size and one more token, and the longest length checked: max_length, or 4 times
-    the largest block when that is shorter; only those above `shortest` (already checked)."""
-    longest = min(max_length, 4 * max(blocks))
+    """Each block size up to LONGEST_CHECK and one more token, and the longest length checked:
+    max_length, 4 times the largest block or LONGEST_CHECK, whichever is shortest; only those above
+    `shortest` (already checked)."""
+    longest = min(max_length, 4 * max(blocks), LONGEST_CHECK)
     lengths = {longest}
     for size in blocks:
-        lengths.update((size, size + 1))
-    return sorted(n for n in lengths if shortest < n <= longest)
+        if size <= LONGEST_CHECK:
+            lengths.update((size, size + 1))
+    return sorted(n for n in lengths if shortest < n <= min(max_length, LONGEST_CHECK + 1))
 
 
 def check_lengths(traced, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype, *, blocks, lengths, exact,

@@ -6,6 +6,17 @@ to an archive headscan runs (PyTorch's exported-program format, run by its C++ r
 MODEL_DIR is what `save_pretrained` writes (config.json, weights, tokenizer files). Needs torch and
 transformers; nothing is downloaded.
 
+Attention (--attention auto, the default)
+  The model is loaded with transformers' SDPA attention where transformers has it for the class and
+  it computes what eager attention computes: compared on a padded batch of 65 tokens, the same
+  weights under eager attention must give the same output (within the checks' tolerance), and no
+  attention may pass SDPA what it ignores (soft-capping, sinks) or call it twice per map
+  (differential attention). Each attention is then one scaled_dot_product_attention, which headscan
+  computes in row blocks (headscan::attention), and max_length defaults to the model's positions.
+  Otherwise the model is loaded with eager attention, said on stderr and in headscan.json
+  ("attention": "eager", "attention_reason"), and max_length's default is at most 1024: the model
+  materialises its [B, H, T, T] probabilities. --attention sdpa|eager forces one.
+
 What it writes
   OUT.pt2, the model's forward(input_ids, attention_mask) (int64 [B, T], mask 1 = real token, B and
   T dynamic, T from 2 to max_length) returning the logits, exported by torch.export; headscan's
@@ -16,11 +27,12 @@ What it writes
   stack with its index, module path and kind (attention, linear attention, state space,
   convolution, none), and "min_length", the shortest length the program takes, where it is more
   than 2 (a branch on short lengths in the model's Python: shorter sequences must be padded to it).
-  The fields are chosen as scripts/export_hf.py chooses them.
+  "attention": "sdpa" or "eager" (above). The fields are chosen as scripts/export_hf.py chooses
+  them, max_length's default as said above.
 
 Checks before saving, on the exported program against the model: attention rows sum to at most 1;
 the output equals the model's on other batch sizes and lengths, at each of the model's block sizes
-and one token more (sliding windows, chunks), and with padding. A model that cannot be exported,
+and one token more (sliding windows, chunks) up to 4,096 tokens, and with padding. A model that cannot be exported,
 or whose program is exact at some lengths only, is refused with the reason (exit 2).
 """
 
@@ -29,14 +41,19 @@ import sys
 import warnings
 
 from . import ExportError, ExportInputError
-from .exporter import export_model, extra_files
+from .attention import MODES, exact_attention, refuse_sdpa, sdpa_unavailable
+from .exporter import Wrapper, export_model, extra_files
 from .layers import describe_layers
-from .metadata import choose_bos, choose_max_length, default_name, load_tokenizer_json, unpadded_tokenizer
-from .model import check_size, load_model, read_config, refuse_encoder_decoder
+from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, default_name, load_tokenizer_json,
+                       model_positions, unpadded_tokenizer)
+from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_encoder_decoder
 from .pt2 import package
 
 PROG = "headscan export"
-DEFAULT_MAX_LENGTH_CAP = 1024
+# SDPA attention is compared with eager attention on rows of this length and 5 tokens fewer,
+# right-padded (across the 64-token chunk of transformers' chunked kernels), or of the model's
+# positions or --max-length where shorter.
+SDPA_CHECK_LENGTH = 65
 
 
 def add_model_options(parser):
@@ -48,8 +65,9 @@ def add_model_options(parser):
                         help="headscan.json bos_token: a token of the tokenizer, or 'none' for no BOS "
                              "(default: the template's first token, else the model's BOS)")
     parser.add_argument("--max-length", type=int, metavar="N", help="headscan.json max_length (default: see below)")
-    parser.add_argument("--max-length-cap", type=int, default=DEFAULT_MAX_LENGTH_CAP, metavar="N",
-                        help=f"upper bound of the default max_length (default {DEFAULT_MAX_LENGTH_CAP})")
+    parser.add_argument("--max-length-cap", type=int, metavar="N",
+                        help=f"upper bound of the default max_length (default: {DEFAULT_MAX_LENGTH_CAP} for eager "
+                             "attention, none for SDPA attention)")
     causal = parser.add_mutually_exclusive_group()
     causal.add_argument("--causal", dest="causal", action="store_true", default=None,
                         help="write causal: true instead of measuring it")
@@ -74,13 +92,19 @@ def parse_args(argv):
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="a Hugging Face model directory (save_pretrained)")
     parser.add_argument("output", metavar="OUT.pt2", help="the exported program's archive to write")
     add_model_options(parser)
+    parser.add_argument("--attention", choices=MODES, default="auto",
+                        help="the attention the model is loaded with: sdpa (each attention one "
+                             "scaled_dot_product_attention call, which headscan computes in row blocks), eager (the "
+                             "model's own softmax, its [B, H, T, T] probabilities materialised), or auto (default): "
+                             "SDPA where transformers has it for the model and its output equals eager attention's, "
+                             "else eager")
     parser.add_argument("--device", default="cpu", metavar="DEVICE",
                         help="where the program runs: cpu (default) or cuda[:N]; an exported program holds its "
                              "device, and headscan runs it there")
     args = parser.parse_args(argv)
     if args.max_length is not None and args.max_length < 2:
         parser.error("--max-length must be at least 2")
-    if args.max_length_cap < 2:
+    if args.max_length_cap is not None and args.max_length_cap < 2:
         parser.error("--max-length-cap must be at least 2")
     args.prog = PROG  # the name of warnings
     return args
@@ -119,10 +143,13 @@ def export(args):
     tokenizer_text, tokenizer_source = load_tokenizer_json(args.model_dir, args.tokenizer, args.trust_remote_code)
     tokenizer = unpadded_tokenizer(tokenizer_text)
     bos_token, bos_source = choose_bos(args.bos, tokenizer, args.model_dir, config)
-    max_length, max_length_source = choose_max_length(args, config, args.model_dir)
     name, name_source = (args.name, "--name") if args.name else default_name(args.model_dir)
 
-    model = load_model(args, config).to(device)
+    model, attention, attention_reason = load_with_attention(args, config, tokenizer, bos_token, device)
+    if attention_reason and args.attention == "auto":
+        print(f"{PROG}: {type(model).__name__} is exported with eager attention, whose [B, H, T, T] probabilities "
+              f"the model materialises per layer: {attention_reason}", file=sys.stderr)
+    max_length, max_length_source = choose_max_length(args, config, args.model_dir, attention)
     vocab_size = model.get_input_embeddings().num_embeddings
     if tokenizer.get_vocab_size() > vocab_size:
         print(f"{PROG}: warning: the tokenizer has {tokenizer.get_vocab_size()} tokens, the model's "
@@ -130,7 +157,8 @@ def export(args):
     causal_source = None if args.causal is None else ("--causal" if args.causal else "--bidirectional")
     exported = export_model(model, tokenizer, max_length=max_length, bos_token=bos_token, causal=args.causal,
                             causal_source=causal_source, takes_mask=not args.no_attention_mask, config=config,
-                            vocab_size=vocab_size, metadata={"name": name})
+                            vocab_size=vocab_size, metadata={"name": name},
+                            attention_reason=attention_reason)
     package(args.output, exported.program, extra_files(exported, tokenizer_text))
 
     metadata = exported.metadata
@@ -140,6 +168,7 @@ def export(args):
     print(f"  name: {name} ({name_source})")
     print(f"  tokenizer: {tokenizer_source} ({tokenizer.get_vocab_size()} tokens)")
     print(f"  bos_token: {bos_token or 'none'} ({bos_source})")
+    print(f"  attention: {metadata['attention']} ({attention_reason or 'scaled_dot_product_attention, computed by headscan::attention'})")
     print(f"  max_length: {max_length} ({max_length_source})")
     if "min_length" in metadata:
         print(f"  min_length: {metadata['min_length']} (the program takes no shorter sequence: shorter ones "
@@ -152,6 +181,41 @@ def export(args):
           f"(blocks of {', '.join(map(str, sorted(exported.blocks)))} tokens)")
     if exported.missing:
         print(f"  no logits: {exported.missing}")
+
+
+def load_with_attention(args, config, tokenizer, bos_token, device):
+    """(the model on `device`, "sdpa" or "eager", why eager or None) as --attention asks: auto
+    loads SDPA attention and keeps it where it computes what eager attention does (attention.py),
+    on a padded batch of SDPA_CHECK_LENGTH tokens, else eager."""
+    cls = model_class(config, args.model_class, args.trust_remote_code)
+    if args.attention == "eager":
+        return load_model(args, config, "eager", cls).to(device), "eager", "--attention eager"
+    unavailable = sdpa_unavailable(cls, config)
+    if unavailable and args.attention == "sdpa":
+        refuse_sdpa(unavailable)
+    if unavailable:
+        return load_model(args, config, "eager", cls).to(device), "eager", unavailable
+    try:
+        model = load_model(args, config, "sdpa", cls).to(device)
+    except ExportError as e:
+        if args.attention == "sdpa":
+            refuse_sdpa(str(e))
+        return load_model(args, config, "eager", cls).to(device), "eager", str(e)
+    vocab_size = model.get_input_embeddings().num_embeddings
+    bos_id = tokenizer.token_to_id(bos_token) if bos_token else None
+    positions = model_positions(config)
+    length = min([SDPA_CHECK_LENGTH] + ([positions[0]] if positions else []) +
+                 ([args.max_length] if args.max_length is not None else []))
+    rows = example_rows(tokenizer, bos_id, [length, max(2, length - 5)] if not args.no_attention_mask else [length],
+                        vocab_size)
+    inputs = [tensor.to(device) for tensor in padded_batch(rows, bos_id if bos_id is not None else 0)]
+    inputs = inputs[:1] if args.no_attention_mask else inputs
+
+    def run(each):
+        return Wrapper(each, not args.no_attention_mask).eval()(*inputs)
+
+    return exact_attention(model, args.attention, run, lambda: load_model(args, config, "eager", cls).to(device),
+                           next(model.parameters()).dtype)
 
 
 def exit_code(prog, export_function, args):

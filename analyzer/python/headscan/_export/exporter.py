@@ -11,6 +11,7 @@ import torch
 
 from . import ExportError, checks
 from .model import example_rows, missing_outputs, padded_batch
+from .ops import define
 from .program import exported_program
 from .pt2 import Recorder, check_lengths, check_padding, check_rows, check_shapes
 
@@ -66,6 +67,7 @@ class Exported:
     blocks: dict  # the model's block sizes {tokens: what}
     dtype: object
     causal_source: str
+    attention: str  # headscan.json "attention": "sdpa", "eager" or "sdpa and eager"
     missing: str = None  # what headscan lacks when the output is not logits
     notes: list = field(default_factory=list)
 
@@ -99,9 +101,11 @@ def example_lengths(max_length, takes_mask):
 
 
 def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, causal_source=None,
-                 takes_mask=True, config=None, vocab_size=None, metadata=None):
+                 takes_mask=True, config=None, vocab_size=None, metadata=None, attention_reason=None):
     """Exports `model` (eval mode) and checks the program: an Exported, or ExportError /
-    ExportInputError with the reason. `metadata`: headscan.json's other fields (name, n_kv_heads)."""
+    ExportInputError with the reason. `metadata`: headscan.json's other fields (name, n_kv_heads).
+    `attention_reason`: why the model was loaded with eager attention (headscan.json
+    "attention_reason")."""
     if model.training:
         raise ExportError("the model is in training mode (dropout): call model.eval() before exporting it")
     tokenizer = tokenizer if tokenizer is not None else NoTokenizer()
@@ -131,7 +135,7 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
             example_inputs = example_inputs[:1]
 
         def lengths_exact(program):
-            return check_lengths(Recorder(program), wrapper, tokenizer, bos_id, vocab_size, batch, dtype,
+            return check_lengths(Recorder(program, record=False), wrapper, tokenizer, bos_id, vocab_size, batch, dtype,
                                  blocks=blocks, lengths=lengths,
                                  exact={len(row) for rows in batches for row in rows}, example_length=example[0])
 
@@ -159,6 +163,10 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     document.update({"max_length": max_length, "causal": causal})
     if min_length > 2:
         document["min_length"] = min_length
+    attention = attention_kind(ep)
+    document["attention"] = attention
+    if attention_reason and attention != "sdpa":
+        document["attention_reason"] = attention_reason
     kv_heads = getattr(config, "num_key_value_heads", None) if config is not None else None
     if isinstance(kv_heads, int) and kv_heads >= 1:
         document["n_kv_heads"] = kv_heads
@@ -166,7 +174,17 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     if layers is not None:
         document["layers"] = layers
     return Exported(program=ep, metadata=document, layers=layers, numbers=numbers, exact=exact, blocks=blocks,
-                    dtype=dtype, causal_source=causal_source, missing=missing)
+                    dtype=dtype, causal_source=causal_source, attention=attention, missing=missing)
+
+
+def attention_kind(ep):
+    """"sdpa" when every observer of the program is headscan::attention (scaled_dot_product_attention,
+    computed by headscan), "eager" when every one follows the model's own softmax, else "sdpa and
+    eager"."""
+    observe, attention = define()
+    targets = {node.target for node in ep.graph_module.graph.nodes
+               if node.op == "call_function" and node.target in (observe, attention)}
+    return {frozenset([attention]): "sdpa", frozenset([observe]): "eager"}.get(frozenset(targets), "sdpa and eager")
 
 
 def extra_files(exported, tokenizer_text):

@@ -15,6 +15,9 @@ ROBERTA_POSITION_MODELS = {"roberta", "xlm-roberta", "camembert", "roberta-prela
 GENERIC_FOLDER_NAMES = {"model", "models", "checkpoint", "checkpoints", "weights", "snapshot", "export",
                         "exported", "output", "outputs", "hf", "huggingface", "transformers", "pretrained",
                         "final", "latest", "best", "main", "base", "local", "files", "download", "downloads"}
+# The default max_length's cap for a model with eager attention (--max-length-cap), whose
+# [B, H, T, T] probabilities the model itself materialises per layer.
+DEFAULT_MAX_LENGTH_CAP = 1024
 HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 
 
@@ -132,9 +135,12 @@ def model_positions(config):
     return None
 
 
-def choose_max_length(args, config, model_dir):
+def choose_max_length(args, config, model_dir, attention="eager"):
     """(max_length, where it comes from): the model's positions, at most the tokenizer's
-    model_max_length and --max-length-cap; --max-length N sets it."""
+    model_max_length and --max-length-cap; --max-length N sets it. The cap's default bounds the
+    T x T maps a model with eager attention materialises (DEFAULT_MAX_LENGTH_CAP); with SDPA
+    attention (headscan computes it in row blocks) there is none, except for a model whose config
+    names no positions."""
     positions = model_positions(config)
     if args.max_length is not None:
         if positions and args.max_length > positions[0]:
@@ -145,7 +151,14 @@ def choose_max_length(args, config, model_dir):
     model_max = read_json(os.path.join(model_dir, "tokenizer_config.json")).get("model_max_length")
     if isinstance(model_max, int) and 2 <= model_max < 10**7:
         limits.append((model_max, "tokenizer_config.json model_max_length"))
-    limits.append((args.max_length_cap, "--max-length-cap"))
+    if getattr(args, "max_length_cap", None) is not None:
+        limits.append((args.max_length_cap, "--max-length-cap"))
+    elif attention == "eager":
+        limits.append((DEFAULT_MAX_LENGTH_CAP, f"--max-length-cap's default for eager attention, "
+                                               f"{DEFAULT_MAX_LENGTH_CAP}"))
+    elif not positions:
+        limits.append((DEFAULT_MAX_LENGTH_CAP, f"--max-length-cap's default, {DEFAULT_MAX_LENGTH_CAP}: config.json "
+                                               "names no positions"))
     return min(limits)
 
 

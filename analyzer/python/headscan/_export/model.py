@@ -1,5 +1,5 @@
 """The model: its size read from the config before it is built, its transformers class, loading it
-with eager attention, the module that is traced, and the token rows it is traced and checked on."""
+with the attention asked for (eager or SDPA), the module that is traced, and the token rows it is traced and checked on."""
 
 import inspect
 import os
@@ -171,15 +171,17 @@ def model_class(config, requested, trust_remote_code):
     return AutoModel
 
 
-def load_model(args, config):
-    cls = model_class(config, args.model_class, args.trust_remote_code)
+def load_model(args, config, attention="eager", cls=None):
+    """The model in eval mode, its attention `attention` ("eager" or "sdpa"), of class `cls`
+    (default: model_class)."""
+    cls = cls or model_class(config, args.model_class, args.trust_remote_code)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}[args.dtype]
     try:
-        model = cls.from_pretrained(args.model_dir, attn_implementation="eager", dtype=dtype,
+        model = cls.from_pretrained(args.model_dir, attn_implementation=attention, dtype=dtype,
                                     trust_remote_code=args.trust_remote_code)
     except Exception as e:  # noqa: BLE001
-        raise ExportError(f"transformers could not load {args.model_dir} as {cls.__name__} with eager attention: "
-                          f"{type(e).__name__}: {e}") from e
+        raise ExportError(f"transformers could not load {args.model_dir} as {cls.__name__} with {attention} "
+                          f"attention: {type(e).__name__}: {e}") from e
     model.eval()
     return model
 

@@ -10,6 +10,8 @@ checked are the program's own: its observers are run here by Python functions th
 import os
 import tempfile
 
+import torch
+
 from . import ExportError, ExportInputError, checks
 from .model import example_rows
 from .ops import attention_math, define
@@ -17,9 +19,13 @@ from .ops import attention_math, define
 
 class Recorder:
     """The program with its observers recording: calling it returns the output, and `attentions`
-    then holds the probabilities of each observer, in graph order ([B, H, T, S] each, float)."""
+    then holds the probabilities of each observer, in graph order ([B, H, T, S] each, float).
+    With record=False nothing is kept, and headscan::attention runs as scaled_dot_product_attention
+    (the output alone, without the probabilities' [B, H, T, T]): the length checks, up to
+    checks.LONGEST_CHECK tokens."""
 
-    def __init__(self, ep):
+    def __init__(self, ep, record=True):
+        self.record = record
         observe, attention = define()
         self.module = ep.module()
         self.attentions = []
@@ -31,10 +37,15 @@ class Recorder:
         self.module.recompile()
 
     def _observe(self, probs, layer):
-        self.attentions.append(probs.float())
+        if self.record:
+            self.attentions.append(probs.float())
         return probs
 
     def _attention(self, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer):
+        if not self.record and dropout_p == 0.0 and not (is_causal and attn_mask is not None):
+            return torch.nn.functional.scaled_dot_product_attention(
+                query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                enable_gqa=enable_gqa)
         output, probs = attention_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
         self.attentions.append(probs.float())
         return output

@@ -1,0 +1,118 @@
+"""Which attention `headscan export` loads a model with: transformers' SDPA attention where it is
+exact, else eager attention.
+
+With SDPA, each attention is one scaled_dot_product_attention call, which the exported program
+runs as headscan::attention (program.py): headscan computes it, block by block, without the model
+materialising its [B, H, T, T] probabilities. With eager attention the model's own softmax is
+observed: the whole matrix per layer. SDPA is exact where transformers' sdpa_attention_forward
+computes what the model's eager attention computes; it is not where the model's attention passes it
+something it ignores (Gemma 2's soft-capping of the scores, gpt-oss's sinks), calls it more than
+once per map (differential attention), or where its output differs from the same weights under
+eager attention for any other reason, which is measured.
+"""
+
+import contextlib
+
+import torch
+
+from . import ExportInputError
+from .checks import close
+
+MODES = ("auto", "sdpa", "eager")
+# Arguments transformers passes to its attention functions that sdpa_attention_forward leaves out:
+# what the model's attention computes beyond scaled_dot_product_attention.
+IGNORED_BY_SDPA = {"softcap": "soft-capping of the attention scores", "s_aux": "attention sinks",
+                   "sinks": "attention sinks"}
+
+
+def sdpa_unavailable(cls, config):
+    """Why the class cannot be loaded with SDPA attention, or None (for an Auto class of a model with
+    its own code, transformers says when it loads it)."""
+    if hasattr(cls, "_model_mapping"):  # AutoModelForCausalLM and the like: the config's class
+        try:
+            cls = cls._model_mapping[type(config)]
+        except (KeyError, ValueError):
+            return None
+    if not getattr(cls, "_supports_sdpa", False):
+        return f"transformers' {cls.__name__} has no SDPA attention"
+    return None
+
+
+@contextlib.contextmanager
+def counted_sdpa_calls():
+    """{id(attention module): [its class name, calls, {what SDPA ignores}]} of transformers' SDPA
+    attention function called within the block (the models that dispatch through
+    ALL_ATTENTION_FUNCTIONS)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    calls = {}
+    sdpa = ALL_ATTENTION_FUNCTIONS["sdpa"]
+
+    def counted(module, *args, **kwargs):
+        entry = calls.setdefault(id(module), [type(module).__name__, 0, set()])
+        entry[1] += 1
+        entry[2].update(what for name, what in IGNORED_BY_SDPA.items() if kwargs.get(name) is not None)
+        return sdpa(module, *args, **kwargs)
+
+    ALL_ATTENTION_FUNCTIONS["sdpa"] = counted
+    try:
+        yield calls
+    finally:
+        del ALL_ATTENTION_FUNCTIONS["sdpa"]
+        if ALL_ATTENTION_FUNCTIONS["sdpa"] is not sdpa:  # a local override was there before
+            ALL_ATTENTION_FUNCTIONS["sdpa"] = sdpa
+
+
+def sdpa_difference(model, run_sdpa, run_eager, dtype):
+    """None when `model`, loaded with SDPA attention, computes what it computes with eager attention
+    on the check batch, else why not. run_sdpa() and run_eager() give the output of the batch with
+    the model as loaded and with eager attention."""
+    with torch.no_grad(), counted_sdpa_calls() as calls:
+        got = run_sdpa()
+    ignored = sorted({what for _, _, whats in calls.values() for what in whats})
+    if ignored:
+        return f"its attention computes {' and '.join(ignored)}, which scaled_dot_product_attention has no form of"
+    repeated = sorted({name for name, count, _ in calls.values() if count > 1})
+    if repeated:
+        return (f"{', '.join(repeated)} calls scaled_dot_product_attention more than once per map (differential "
+                "attention), and headscan analyses one attention map per layer")
+    with torch.no_grad():
+        want = run_eager()
+    if got.shape != want.shape or not close(got, want, dtype):
+        off = (got.float() - want.float()).abs().max().item() if got.shape == want.shape else "a shape"
+        return f"its output with SDPA attention differs from eager attention's (by {off})"
+    return None
+
+
+def exact_attention(model, requested, run, load_eager, dtype):
+    """(the model to export, "sdpa" or "eager", why eager or None) for a model loaded with SDPA
+    attention (`requested` "auto" or "sdpa"): kept with SDPA where it computes what eager attention
+    does (see sdpa_difference), else switched to eager attention (or, for a model transformers
+    cannot switch after loading, load_eager() loaded again). run(model) gives its output on the
+    check batch. --attention sdpa keeps SDPA without comparing."""
+    if requested == "sdpa":
+        return model, "sdpa", None
+    can_switch = hasattr(model, "set_attn_implementation") and type(model)._can_set_attn_implementation()
+    eager_copy = []
+
+    def run_eager():
+        if can_switch:
+            model.set_attn_implementation("eager")
+            try:
+                return run(model)
+            finally:
+                model.set_attn_implementation("sdpa")
+        eager_copy.append(load_eager())
+        return run(eager_copy[0])
+
+    why = sdpa_difference(model, lambda: run(model), run_eager, dtype)
+    if why is None:
+        return model, "sdpa", None
+    if can_switch:
+        model.set_attn_implementation("eager")
+        return model, "eager", why
+    return (eager_copy[0] if eager_copy else load_eager()), "eager", why
+
+
+def refuse_sdpa(why):
+    raise ExportInputError(f"--attention sdpa: {why}; export with --attention eager (or auto)")
