@@ -16,7 +16,11 @@ for 512 tokens; sliding windows of 16 tokens, attention chunks of 32, linear att
      within one chunk (--max-length 63 and 31) and analysed;
   2. headscan.json's "layers": every layer of the model with its index, module path
      (...layers.N) and kind: `attention`, or for a hybrid's other layers `linear attention` or
-     `state space`, as the architecture's `kinds` say;
+     `state space`, as the architecture's `kinds` say; its "attention": "sdpa" (transformers' SDPA
+     attention kept: the program calls headscan::attention once per attention layer and observes
+     no softmax), or "eager" for the architectures whose attention has no SDPA form (Gemma 2's
+     soft-capping, gpt-oss's sinks, DiffLlama's differential attention), with the reason in
+     "attention_reason" and on stderr (the program observes a softmax per attention layer);
   3. `headscan tokenize MODEL.pt2 CORPUS --max-length 300`: sequences of about 40 and 300 tokens
      and the rest of the long line, below and above every block size;
   4. `headscan MODEL.pt2 CORPUS --max-length 300` writes heads.json (the sequences batched
@@ -33,6 +37,7 @@ torch runs the archive in Python, keyed by the layer each observer carries.
 Exit 0 when every architecture passes, 1 otherwise (each failure printed).
 """
 
+import collections
 import concurrent.futures
 import contextlib
 import io
@@ -45,6 +50,7 @@ import sys
 import threading
 import time
 import traceback
+import zipfile
 
 import torch
 
@@ -109,6 +115,35 @@ def check_layers(arch, layers, n_layers):
     return [layer["index"] for layer in layers if layer["kind"] == "attention"]
 
 
+def program_targets(archive):
+    """{operator: count} of the exported program's nodes (models/model.json in the archive)."""
+    with zipfile.ZipFile(archive) as z:
+        name = next(entry for entry in z.namelist() if entry.endswith("/models/model.json"))
+        graph = json.loads(z.read(name))["graph_module"]["graph"]
+    return collections.Counter(node["target"] for node in graph["nodes"])
+
+
+def check_attention(arch, metadata, stderr, targets, attention_layers):
+    """headscan.json's "attention" and the program's observers: SDPA's headscan::attention, or
+    eager attention's observed softmaxes with the reason."""
+    attentions = targets.get("torch.ops.headscan.attention.default", 0)
+    observers = targets.get("torch.ops.headscan.observe.default", 0)
+    if arch["eager"] is None:
+        assert metadata.get("attention") == "sdpa" and "attention_reason" not in metadata, \
+            f"headscan.json attention {metadata.get('attention')!r} ({metadata.get('attention_reason')}), expected sdpa"
+        assert attentions == len(attention_layers) and observers == 0, \
+            f"the program calls headscan::attention {attentions} times and observes {observers} softmaxes, " \
+            f"expected headscan::attention once per attention layer ({len(attention_layers)})"
+        return
+    assert metadata.get("attention") == "eager" and arch["eager"] in metadata.get("attention_reason", ""), \
+        f"headscan.json attention {metadata.get('attention')!r} ({metadata.get('attention_reason')}), expected " \
+        f"eager because of {arch['eager']!r}"
+    assert arch["eager"] in stderr, f"headscan export did not say why it keeps eager attention: {stderr[-1000:]}"
+    assert observers == len(attention_layers) and attentions == 0, \
+        f"the program observes {observers} softmaxes and calls headscan::attention {attentions} times, expected " \
+        f"one observed softmax per attention layer ({len(attention_layers)})"
+
+
 def observed_heads(archive, records, specials, causal):
     """heads.json's heads as the program's observers see them (--observers): a new Python that
     defines headscan's operators to record their probabilities, runs the archive on each record,
@@ -139,6 +174,7 @@ def check(arch, headscan, corpus, work, observers, exporters):
         config = json.load(f)
     n_layers = config.get("num_hidden_layers", config.get("n_layer"))
     attention_layers = check_layers(arch, metadata.get("layers") or [], n_layers)
+    check_attention(arch, metadata, stderr, program_targets(archive), attention_layers)
     assert metadata.get("causal") == arch["causal"], f"headscan.json causal {metadata.get('causal')}"
 
     max_length = str(arch["max_length"] or MAX_LENGTH)

@@ -247,17 +247,20 @@ DATA_DEPENDENT = "data-dependent control flow"
 
 
 def pt2_architecture(name, cls, style, config, *, bos, causal=True, kinds=None, refusal=None, new_process=False,
-                     max_length=None):
-    """max_length: `headscan export --max-length N`, and the longest sequence analysed (default 300)."""
+                     max_length=None, eager=None):
+    """max_length: `headscan export --max-length N`, and the longest sequence analysed (default 300).
+    eager: the reason `headscan export` loads the model with eager attention (a text of it), or
+    None where it keeps transformers' SDPA attention."""
     arch = architecture(name, cls, style, config, causal=causal, bos=bos, refusal=refusal, refusal_exit=2,
                         new_process=new_process, positions=PT2_POSITIONS,
                         options=["--max-length", str(max_length)] if max_length else ())
     arch["kinds"] = kinds
     arch["max_length"] = max_length
+    arch["eager"] = eager
     return arch
 
 
-def longer(name, **fields):
+def longer(name, eager=None, **fields):
     """An architecture of ARCHITECTURES with positions for PT2_POSITIONS tokens and FIELDS over its config."""
     arch = BY_NAME[name]
 
@@ -268,7 +271,13 @@ def longer(name, **fields):
         return config_name, dict(stored, **positions, **fields)
 
     return pt2_architecture(name, arch["cls"], arch["style"], config, bos=arch["bos"], causal=arch["causal"],
-                            new_process=arch["new_process"])
+                            new_process=arch["new_process"], eager=eager)
+
+
+# Why `headscan export` keeps eager attention for the models whose attention has no SDPA form.
+SOFT_CAPPING = "soft-capping of the attention scores"
+NO_SDPA = "has no SDPA attention"
+DIFFERENTIAL = "more than once per map (differential attention)"
 
 
 def text_config(config_name, **fields):
@@ -305,9 +314,10 @@ falcon_h1_config = text_config("FalconH1Config", num_key_value_heads=2, mamba_d_
 PT2_ARCHITECTURES = [
     # The architectures of hf.export_hf, windows small.
     longer("gpt2"), longer("llama"), longer("qwen2"), longer("gpt_neox"), longer("mixtral"), longer("bert"),
-    longer("mistral", sliding_window=WINDOW), longer("gemma"), longer("gemma2", sliding_window=WINDOW),
+    longer("mistral", sliding_window=WINDOW), longer("gemma"),
+    longer("gemma2", eager=SOFT_CAPPING, sliding_window=WINDOW),
     longer("phi3"), longer("qwen3_moe"), longer("olmoe"), longer("deepseek_v3"),
-    longer("gpt_oss", sliding_window=WINDOW), longer("modernbert", local_attention=WINDOW), longer("roberta"),
+    longer("gpt_oss", eager=NO_SDPA, sliding_window=WINDOW), longer("modernbert", local_attention=WINDOW), longer("roberta"),
     longer("bert_no_head"),
     # Newer families: sliding and global layers, chunked attention, layers without RoPE, MLA with a
     # sparse indexer, differential attention.
@@ -348,7 +358,8 @@ PT2_ARCHITECTURES = [
                                  layer_types=["sliding_attention", "full_attention"]),
                      bos="<|endoftext|>"),
     pt2_architecture("diffllama", "DiffLlamaForCausalLM", "llama",
-                     text_config("DiffLlamaConfig", num_key_value_heads=2, head_dim=16), bos="<s>"),
+                     text_config("DiffLlamaConfig", num_key_value_heads=2, head_dim=16), bos="<s>",
+                     eager=DIFFERENTIAL),
     # Hybrids: a linear-attention or state-space layer before an attention layer.
     # Refused: each computes by chunks (linear attention's 64 tokens, Mamba-2's mamba_chunk_size) or
     # token by token (Jamba's Mamba scan) in Python loops that torch.export fixes at the example's

@@ -19,31 +19,31 @@ import torch
 
 try:
     import headscan
-    from headscan._export import ExportInputError, command, exporter, pt2
+    from headscan._export import ExportInputError, attention, checks, command, exporter, metadata, pt2
 except ImportError:  # no wheel: the exporter of the source tree, without headscan's C++ core
     headscan = None
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "analyzer" / "python" / "headscan"))
-    from _export import ExportInputError, command, exporter, pt2
+    from _export import ExportInputError, attention, checks, command, exporter, metadata, pt2
 
 _PROGRAMS = {}
 
 
-def tiny_llama(attention):
+def tiny_llama(implementation):
     import transformers
 
     config = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
     torch.manual_seed(0)
-    return transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention).eval()
+    return transformers.AutoModelForCausalLM.from_config(config, attn_implementation=implementation).eval()
 
 
-def exported_llama(attention):
+def exported_llama(implementation):
     """(model, Exported) once per attention implementation."""
-    if attention not in _PROGRAMS:
-        model = tiny_llama(attention)
-        _PROGRAMS[attention] = model, exporter.export_model(model, None, max_length=320, config=model.config,
-                                                             metadata={"name": f"tiny-llama-{attention}"})
-    return _PROGRAMS[attention]
+    if implementation not in _PROGRAMS:
+        model = tiny_llama(implementation)
+        _PROGRAMS[implementation] = model, exporter.export_model(model, None, max_length=320, config=model.config,
+                                                                  metadata={"name": f"tiny-llama-{implementation}"})
+    return _PROGRAMS[implementation]
 
 
 def raises(error, text, function, *args, **kwargs):
@@ -55,16 +55,17 @@ def raises(error, text, function, *args, **kwargs):
     raise AssertionError(f"{function.__name__} did not raise {error.__name__}")
 
 
-def check_llama(attention):
-    model, exported = exported_llama(attention)
+def check_llama(implementation):
+    model, exported = exported_llama(implementation)
     observed = [node for node in exported.program.graph_module.graph.nodes
                 if node.op == "call_function" and str(node.target).startswith("headscan.")]
-    op = "headscan.observe.default" if attention == "eager" else "headscan.attention.default"
+    op = "headscan.observe.default" if implementation == "eager" else "headscan.attention.default"
     assert [str(node.target) for node in observed] == [op, op]
     assert [node.args[-1] for node in observed] == [0, 1]
     assert exported.layers == [{"index": 0, "path": "model.layers.0", "kind": "attention"},
                                {"index": 1, "path": "model.layers.1", "kind": "attention"}]
     assert exported.metadata["causal"] is True and exported.metadata["max_length"] == 320
+    assert exported.metadata["attention"] == implementation and "attention_reason" not in exported.metadata
     program = exported.program.module()
     with torch.no_grad():
         for length in (9, 40, 300):
@@ -99,6 +100,87 @@ def test_the_archive_holds_headscan_json_with_the_layers(tmp_path):
     assert metadata["name"] == "tiny-llama-eager" and metadata["n_kv_heads"] == 2
     assert [layer["kind"] for layer in metadata["layers"]] == ["attention", "attention"]
     assert not list(tmp_path.glob(".headscan-export.*"))  # the temporary folder is gone
+
+
+def tiny_gemma2(softcapping):
+    import transformers
+
+    config = transformers.Gemma2Config(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                                       max_position_embeddings=512, query_pre_attn_scalar=8,
+                                       attn_logit_softcapping=softcapping, final_logit_softcapping=None)
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
+
+
+def chosen_attention(model, requested="auto"):
+    """attention.exact_attention on a padded batch of 65 and 60 tokens: (model, attention, why)."""
+    ids = torch.arange(65).view(1, 65).repeat(2, 1) * 7 % 100
+    mask = torch.ones_like(ids)
+    mask[1, 60:] = 0
+
+    def run(each):
+        return exporter.Wrapper(each, takes_mask=True).eval()(ids, mask)
+
+    def load_eager():
+        raise AssertionError("a model transformers can switch is not loaded again")
+
+    return attention.exact_attention(model, requested, run, load_eager, torch.float32)
+
+
+def test_sdpa_is_kept_where_it_computes_what_eager_attention_does():
+    model = tiny_llama("sdpa")
+    chosen, kind, why = chosen_attention(model)
+    assert chosen is model and kind == "sdpa" and why is None
+    assert model.config._attn_implementation == "sdpa"
+    # Gemma 2 without soft-capping is SDPA's too.
+    assert chosen_attention(tiny_gemma2(None))[1:] == ("sdpa", None)
+
+
+def test_soft_capping_keeps_eager_attention():
+    model = tiny_gemma2(50.0)
+    chosen, kind, why = chosen_attention(model)
+    assert chosen is model and kind == "eager" and "soft-capping" in why
+    assert model.config._attn_implementation == "eager"
+    # --attention sdpa keeps it, unchecked.
+    assert chosen_attention(tiny_gemma2(50.0), "sdpa")[1:] == ("sdpa", None)
+
+
+def test_an_output_that_differs_from_eager_attention_keeps_eager():
+    output = torch.ones(1, 4, 10)
+    assert attention.sdpa_difference(lambda: output, lambda: output + 1e-6, torch.float32) is None
+    why = attention.sdpa_difference(lambda: output, lambda: output + 1e-2, torch.float32)
+    assert why == "its output with SDPA attention differs from eager attention's by 0.01"
+    why = attention.sdpa_difference(lambda: output, lambda: output[:, :3], torch.float32)
+    assert why == "its output with SDPA attention is [1, 4, 10], with eager attention [1, 3, 10]"
+
+
+def test_max_lengths_default_is_the_models_positions_with_sdpa_attention(tmp_path):
+    import argparse
+    import transformers
+
+    config = transformers.LlamaConfig(max_position_embeddings=131072)
+    args = argparse.Namespace(max_length=None, max_length_cap=None)
+    assert metadata.choose_max_length(args, config, str(tmp_path), "sdpa") == \
+        (131072, "config.json max_position_embeddings")
+    assert metadata.choose_max_length(args, config, str(tmp_path), "eager") == \
+        (1024, "--max-length-cap's default for eager attention, 1024")
+    (tmp_path / "tokenizer_config.json").write_text('{"model_max_length": 32768}')
+    assert metadata.choose_max_length(args, config, str(tmp_path), "sdpa") == \
+        (32768, "tokenizer_config.json model_max_length")
+    args.max_length_cap = 4096
+    assert metadata.choose_max_length(args, config, str(tmp_path), "sdpa") == (4096, "--max-length-cap")
+    no_positions = transformers.PretrainedConfig()
+    assert metadata.choose_max_length(argparse.Namespace(max_length=None, max_length_cap=None), no_positions,
+                                      str(tmp_path / "none"), "sdpa")[0] == 1024
+
+
+def test_the_length_checks_stop_at_4096_tokens():
+    chunk = {64: "a chunk"}
+    assert checks.lengths_to_check(chunk, 131072, 17) == [64, 65, 256]
+    assert checks.lengths_to_check({**chunk, 4096: "a window"}, 131072, 17) == [64, 65, 4096, 4097]
+    assert checks.lengths_to_check({**chunk, 8192: "a window"}, 131072, 17) == [64, 65, 4096]
+    assert checks.lengths_to_check({**chunk, 4096: "a window"}, 300, 17) == [64, 65, 300]
 
 
 class Feedforward(torch.nn.Module):
@@ -282,6 +364,19 @@ def test_headscan_export_writes_a_file_and_an_archive_in_memory(tmp_path):
         assert archive.path.startswith("/proc/self/fd/") and zipfile.is_zipfile(archive.path)
         assert [layer["kind"] for layer in archive.layers] == ["attention", "attention"]
     raises(headscan.InputError, "no attention softmax", headscan.export, Hybrid([Feedforward()]))
+
+
+@wheel_only
+def test_a_live_modules_default_max_length_follows_its_attention():
+    from headscan import _live_export
+
+    for implementation, expected in (("sdpa", 4096), ("eager", 1024)):
+        import transformers
+
+        config = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                          num_attention_heads=4, max_position_embeddings=4096)
+        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=implementation)
+        assert _live_export._max_length(model, None) == expected, implementation
 
 
 @wheel_only

@@ -63,10 +63,10 @@ def counted_sdpa_calls():
             ALL_ATTENTION_FUNCTIONS["sdpa"] = sdpa
 
 
-def sdpa_difference(model, run_sdpa, run_eager, dtype):
-    """None when `model`, loaded with SDPA attention, computes what it computes with eager attention
+def sdpa_difference(run_sdpa, run_eager, dtype):
+    """None when a model loaded with SDPA attention computes what it computes with eager attention
     on the check batch, else why not. run_sdpa() and run_eager() give the output of the batch with
-    the model as loaded and with eager attention."""
+    the model as loaded (SDPA) and with eager attention."""
     with torch.no_grad(), counted_sdpa_calls() as calls:
         got = run_sdpa()
     ignored = sorted({what for _, _, whats in calls.values() for what in whats})
@@ -78,9 +78,11 @@ def sdpa_difference(model, run_sdpa, run_eager, dtype):
                 "attention), and headscan analyses one attention map per layer")
     with torch.no_grad():
         want = run_eager()
-    if got.shape != want.shape or not close(got, want, dtype):
-        off = (got.float() - want.float()).abs().max().item() if got.shape == want.shape else "a shape"
-        return f"its output with SDPA attention differs from eager attention's (by {off})"
+    if got.shape != want.shape:
+        return f"its output with SDPA attention is {list(got.shape)}, with eager attention {list(want.shape)}"
+    if not close(got, want, dtype):
+        return (f"its output with SDPA attention differs from eager attention's by "
+                f"{(got.float() - want.float()).abs().max().item():.3g}")
     return None
 
 
@@ -105,7 +107,7 @@ def exact_attention(model, requested, run, load_eager, dtype):
         eager_copy.append(load_eager())
         return run(eager_copy[0])
 
-    why = sdpa_difference(model, lambda: run(model), run_eager, dtype)
+    why = sdpa_difference(lambda: run(model), run_eager, dtype)
     if why is None:
         return model, "sdpa", None
     if can_switch:
