@@ -88,6 +88,10 @@ AnalysisCommand::AnalysisCommand()
                   "query rows per block of headscan's attention op: auto (planned from the device's free memory, "
                   "the whole T x T where it fits) or a number N >= 1; the rows of every block at most N")
       ->capture_default_str();
+  app_.add_option("--needle-lengths", needle_lengths_,
+                  "the needle probes' lengths in tokens, e.g. 4096,16384 (from 37 to max_length; default: 4096, 8192, "
+                  "... doubling up to max_length, and max_length; only max_length when it is at most 4096)")
+      ->type_name("L1,L2,...");
   app_.add_option("--dtype", options_.dtype,
                   "cast the model's floating-point parameters to this dtype when loading it (default: run it in "
                   "the dtype its archive holds); attention statistics are summed in float32 or wider either way")
@@ -165,6 +169,7 @@ AnalysisOptions AnalysisCommand::finish() {
   check_text_field(*text_field_, options_.corpus_path);
   options_.seed = parse_seed_option(seed_);
   options_.attention_block = parse_attention_block_option(attention_block_);
+  if (app_.count("--needle-lengths") > 0) options_.needle_lengths = parse_needle_lengths_option(needle_lengths_);
   options_.thresholds = parse_threshold_options(thresholds_);
   if (sink_) set_streaming_size(options_.thresholds, "--sink", "streaming_sink", *sink_);
   if (window_) set_streaming_size(options_.thresholds, "--window", "streaming_window", *window_);

@@ -61,6 +61,7 @@ class AnalysisCommand {
   std::optional<std::int64_t> window_;
   std::string seed_ = "0";
   std::string shard_;
+  std::string needle_lengths_;
   std::string attention_block_ = "auto";
   bool no_html_ = false;
   bool no_plots_ = false;

@@ -116,6 +116,31 @@ std::int64_t parse_attention_block_option(const std::string& text) {
   return rows;
 }
 
+std::vector<std::int64_t> parse_needle_lengths_option(const std::string& text) {
+  constexpr std::int64_t kLongest = std::int64_t{1} << 20;  // --max-length's own bound
+  std::vector<std::int64_t> lengths;
+  std::string_view rest(text);
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    std::int64_t length = 0;
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), length);
+    if (!digits || error != std::errc() || end != item.data() + item.size() || length < 1 || length > kLongest) {
+      throw InputError(fmt::format("--needle-lengths {}: expected the needle probes' lengths in tokens, whole numbers "
+                                   "from 37 to max_length separated by commas, e.g. --needle-lengths 4096,16384; "
+                                   "found \"{}\"",
+                                   shown(text), shown(std::string(item))));
+    }
+    lengths.push_back(length);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  return lengths;
+}
+
 void check_path_option(const std::string& what, const std::string& path) {
   std::size_t longest_name = 0;
   for (std::size_t begin = 0; begin <= path.size();) {

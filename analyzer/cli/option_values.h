@@ -44,6 +44,11 @@ std::uint64_t parse_seed_option(const std::string& text);
 // whole number from 1 to 2^31. Throws InputError saying what was expected.
 std::int64_t parse_attention_block_option(const std::string& text);
 
+// The --needle-lengths value: probe lengths in tokens, whole numbers from 1 to 2^20 separated by
+// commas, returned ascending and distinct. Throws InputError quoting the item that is not one;
+// the lengths are checked against max_length once it is known (check_needle_lengths).
+std::vector<std::int64_t> parse_needle_lengths_option(const std::string& text);
+
 // Refuses a text given where a path belongs (`what`: "the model path", "--idf") that no path can
 // be, before anything tries to open it: longer than PATH_MAX bytes, or with a name longer than
 // NAME_MAX. The message quotes only its start (shown_path). Throws InputError.

@@ -15,6 +15,7 @@
 #include "analyzer/run/count_warnings.h"
 #include "analyzer/run/kv_plan.h"
 #include "analyzer/run/model_output.h"
+#include "analyzer/run/needle_json.h"
 #include "analyzer/run/output/output_dir.h"
 #include "analyzer/run/output/spooled_input.h"
 #include "analyzer/run/passes/pass.h"
@@ -123,32 +124,6 @@ nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresho
   state.warnings.insert(state.warnings.end(), warnings.begin(), warnings.end());
   return make_heads_json(model, corpus, state.probe_summary, thresholds,
                          state.classifiers.finalize(thresholds, model.kv_heads), run, state.warnings);
-}
-
-// heads.json's "retrieval": the needle probes and the model's copy accuracy at each depth (a
-// needle-in-a-haystack figure: the share of final-needle queries where it predicts the next token).
-nlohmann::ordered_json needle_json(const NeedleSummary& summary) {
-  nlohmann::ordered_json accuracy = nlohmann::ordered_json::array();
-  std::int64_t events = 0;
-  std::int64_t candidates = 0;
-  for (std::size_t depth = 0; depth < summary.events.size(); ++depth) {
-    const std::int64_t asked = summary.candidates[depth];
-    accuracy.push_back(asked > 0 ? nlohmann::ordered_json(static_cast<double>(summary.events[depth]) / static_cast<double>(asked))
-                                 : nlohmann::ordered_json());
-    events += summary.events[depth];
-    candidates += asked;
-  }
-  nlohmann::ordered_json section = {{"probes", summary.probes},
-                                    {"haystacks", kHaystacks},
-                                    {"needle_length", kNeedleLength},
-                                    {"haystack_tokens", summary.haystack_length},
-                                    {"depths", kNeedleDepths},
-                                    {"copy_accuracy", std::move(accuracy)},
-                                    {"copy_events", events},
-                                    {"candidates", candidates},
-                                    {"minimum_events", kMinimumCopyEvents}};
-  if (!summary.note.empty()) section["note"] = summary.note;
-  return section;
 }
 
 // A model that is not causal runs its example sequences again, each alone, once the passes are done;
@@ -296,6 +271,7 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
 
   RunState state(options);
   load_model_and_text(state, device);
+  check_needle_lengths(options.needle_lengths, state.text.shape.max_length);
   run.dtype = state.model->dtype();
   const c10::Device& model_device = state.model->device();
   if (model_device != device) {

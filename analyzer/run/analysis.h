@@ -47,6 +47,9 @@ struct AnalysisOptions {
   // --attention-block: at most this many query rows per block of headscan's attention op
   // (InstrumentedModel::set_attention_block); 0 ("auto"): planned from the device's free memory.
   std::int64_t attention_block = 0;
+  // --needle-lengths: the needle probes' lengths, ascending and distinct; empty: 4096, 8192, …
+  // doubling up to max_length, and max_length (analyzer/run/sequences/needles.h).
+  std::vector<std::int64_t> needle_lengths;
   std::int64_t max_sequences = 0;         // 0: the whole corpus
   std::uint64_t seed = 0;                 // for probe sequences
   std::map<std::string, double> thresholds;  // overrides by name

@@ -1,28 +1,32 @@
-// The needle pass: needle probes (analyzer/run/sequences/needles.h) through the instrumented model
-// twice per batch: once for the model's predictions, which say where it copies the needle (its copy
-// events), then, when it copied any, with those events to the retrieval classifier. A causal model
-// with logits only; shard 0 only.
-#include <numeric>
+// The needle pass: needle probes (analyzer/run/sequences/needles.h) at each probe length, depth by
+// depth, through the instrumented model twice per batch: once for the model's predictions, which
+// say where it copies the needle (its copy events), then, when it copied any, with those events to
+// a retrieval classifier of the (length, depth) cell's own, whose hits are the cell's per-head grid
+// and whose statistics are then added to the run's retrieval classifier. A cell stops by the cost
+// plan (needle_cell_done). A causal model with logits only; shard 0 only.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "analyzer/errors.h"
 #include "analyzer/run/passes/pass.h"
 #include "analyzer/run/run_state.h"
 #include "analyzer/run/sequences/needles.h"
 #include "heads/registry.h"
+#include "heads/saved_statistics.h"
 
 namespace headscan {
 namespace {
 
-std::int64_t total(const std::vector<std::int64_t>& counts) {
-  return std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
-}
+static_assert(kNeedleCellEvents == kMinimumCopyEvents, "a cell stops with the copy events a retrieval score needs");
 
 // The corpus's first text tokens (non-special ids in reading order), as many as the haystacks take:
 // read from the start of the whole corpus, so that a run in shards builds the single run's probes.
-std::vector<std::int64_t> haystack_text(const RunState& state) {
-  const std::int64_t wanted = needle_text_wanted(state.text.shape);
+std::vector<std::int64_t> haystack_text(const RunState& state, const std::vector<std::int64_t>& lengths) {
+  const std::int64_t wanted = needle_text_wanted(state.text.shape, lengths);
   std::vector<std::int64_t> text;
   if (wanted <= 0) return text;
   DocumentReader reader(state.options.corpus_path, "none", state.options.text_field);
@@ -40,6 +44,14 @@ std::vector<std::int64_t> haystack_text(const RunState& state) {
   return text;
 }
 
+// The run's retrieval classifier, which every cell's statistics are added to.
+HeadClassifier& run_retrieval(RunState& state) {
+  for (const auto& classifier : state.classifiers.classifiers()) {
+    if (classifier->name() == "retrieval") return *classifier;
+  }
+  throw std::logic_error("the run has no retrieval classifier for the needle probes");
+}
+
 class NeedlePass : public Pass {
  public:
   const char* name() const override { return "needles"; }
@@ -47,8 +59,12 @@ class NeedlePass : public Pass {
 
   void run(RunState& state) override {
     NeedleSummary& summary = state.needle_summary;
-    summary.events.assign(kNeedleDepths.size(), 0);
-    summary.candidates.assign(kNeedleDepths.size(), 0);
+    summary.lengths = state.options.needle_lengths.empty() ? default_needle_lengths(state.text.shape.max_length)
+                                                           : state.options.needle_lengths;
+    summary.layers = state.shape.layers;
+    summary.heads = state.shape.heads;
+    summary.haystack_length.assign(summary.lengths.size(), 0);
+    summary.cells.assign(summary.lengths.size(), std::vector<NeedleCell>(kNeedleDepths.size()));
     if (!state.shape.causal) {
       summary.note = "a bidirectional model sees the whole needle at once: retrieval heads are defined on causal models";
       return;
@@ -57,36 +73,86 @@ class NeedlePass : public Pass {
       summary.note = "the model's output is not logits [batch, tokens, vocabulary]: copy events need its predictions";
       return;
     }
-    const NeedleSet needles = make_needles(*state.text.tokenizer, state.text.shape, haystack_text(state), state.options.seed);
-    summary.probes = static_cast<int>(needles.sequences.size());
-    summary.haystack_length = needles.haystack_length;
-    if (needles.sequences.empty()) {
-      summary.note = "no needle probes: " + needles.skipped_because;
-      return;
-    }
-    const auto batch_size = static_cast<std::size_t>(std::max<std::int64_t>(1, state.options.batch_size));
-    std::int64_t batch_index = 0;
-    for (std::size_t first = 0; first < needles.sequences.size(); first += batch_size) {
-      const std::vector<Sequence> batch(
-          needles.sequences.begin() + static_cast<std::ptrdiff_t>(first),
-          needles.sequences.begin() + static_cast<std::ptrdiff_t>(std::min(first + batch_size, needles.sequences.size())));
-      try {
-        const ForwardOutput predicted = state.forward(batch, std::nullopt, batch_index, nullptr);
-        if (!predicted.logits) throw InputError("the model returned no logits for the needle probes");
-        const std::int64_t before = total(summary.events);
-        state.needle_targets = needle_targets(*predicted.logits, batch, needles, summary.events, summary.candidates);
-        // Without a copy event the batch adds nothing to any head's hits or events: no second call.
-        if (total(summary.events) > before) state.forward(batch, feeds(), batch_index++, nullptr);
-      } catch (...) {
-        state.needle_targets = at::Tensor();
-        rethrow_with_context(fmt::format("{} (needle probes): ", state.model->path()));
+    const std::vector<NeedleSet> sets = make_needles(*state.text.tokenizer, state.text.shape,
+                                                     haystack_text(state, summary.lengths), summary.lengths,
+                                                     state.options.seed);
+    for (std::size_t length = 0; length < sets.size(); ++length) {
+      if (!sets[length].skipped_because.empty()) {
+        summary.note = "no needle probes: " + sets[length].skipped_because;
+        return;
       }
-      state.needle_targets = at::Tensor();
+      summary.haystack_length[length] = sets[length].haystack_length;
     }
-    const std::int64_t events = total(summary.events);
+    summary.head_hits.assign(static_cast<std::size_t>(summary.layers) * static_cast<std::size_t>(summary.heads) *
+                                 summary.lengths.size() * kNeedleDepths.size(),
+                             0);
+    HeadClassifier& retrieval = run_retrieval(state);
+    for (std::size_t length = 0; length < sets.size(); ++length) {
+      for (std::size_t depth = 0; depth < kNeedleDepths.size(); ++depth) {
+        const nlohmann::json saved = run_cell(state, sets[length], static_cast<int>(depth), summary.cells[length][depth]);
+        add_hits(summary, saved, length, depth);
+        retrieval.merge(saved);
+      }
+    }
+    const std::int64_t events = summary.events();
     if (events < kMinimumCopyEvents) {
       summary.note = fmt::format("the model copied the needle {} times, fewer than the {} retrieval needs", events,
                                  kMinimumCopyEvents);
+    }
+  }
+
+ private:
+  std::int64_t batch_index_ = 0;
+
+  // One (length, depth) cell: its haystacks in order, in batches, until needle_cell_done. A batch
+  // takes no more haystacks than the cell must run before it may stop, so the probes run do not
+  // depend on the batch size. Returns the cell's retrieval statistics.
+  nlohmann::json run_cell(RunState& state, const NeedleSet& set, int depth, NeedleCell& cell) {
+    ClassifierSet classifiers([] {
+      std::vector<std::unique_ptr<HeadClassifier>> retrieval;
+      retrieval.push_back(make_retrieval_classifier());
+      return retrieval;
+    }());
+    classifiers.begin(state.shape, state.thresholds);
+    const int batch_size = static_cast<int>(std::clamp<std::int64_t>(state.options.batch_size, 1, kHaystacks));
+    const int must_run = needle_cell_minimum(set.length);
+    while (!needle_cell_done(set.length, cell.probes, cell.events)) {
+      const int take = std::min({batch_size, std::max(must_run - cell.probes, 1), kHaystacks - cell.probes});
+      std::vector<Sequence> batch;
+      std::vector<const NeedleProbe*> probes;
+      for (int haystack = cell.probes; haystack < cell.probes + take; ++haystack) {
+        batch.push_back(set.sequence(haystack, depth, state.text.shape));
+        probes.push_back(&set.probe(haystack, depth));
+      }
+      try {
+        const ForwardOutput predicted = state.forward(batch, std::nullopt, batch_index_, nullptr);
+        if (!predicted.logits) throw InputError("the model returned no logits for the needle probes");
+        std::vector<std::int64_t> events;
+        state.needle_targets = needle_targets(*predicted.logits, probes, events);
+        std::int64_t batch_events = 0;
+        for (const std::int64_t count : events) batch_events += count;
+        // Without a copy event the batch adds nothing to any head's hits or events: no second call.
+        if (batch_events > 0) state.forward(batch, feeds(), batch_index_++, nullptr, &classifiers);
+        cell.probes += take;
+        cell.candidates += take * (kNeedleLength - 1);
+        cell.events += batch_events;
+      } catch (...) {
+        state.needle_targets = at::Tensor();
+        rethrow_with_context(fmt::format("{} (needle probes of {} tokens): ", state.model->path(), set.length));
+      }
+      state.needle_targets = at::Tensor();
+    }
+    return classifiers.save().at("retrieval");
+  }
+
+  // The cell's hits per head: the sums of its retrieval statistics, whole numbers (each hit adds 1).
+  static void add_hits(NeedleSummary& summary, const nlohmann::json& saved, std::size_t length, std::size_t depth) {
+    const SavedHeadMeans means = load_head_means(saved, summary.layers, summary.heads, saved_statistics_path("retrieval"));
+    for (int layer = 0; layer < summary.layers; ++layer) {
+      for (int head = 0; head < summary.heads; ++head) {
+        const double hits = means.sums[static_cast<std::size_t>(layer)][static_cast<std::size_t>(head)].value();
+        summary.hits(layer, head, length, depth) = std::llround(hits);
+      }
     }
   }
 };

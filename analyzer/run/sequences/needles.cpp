@@ -2,34 +2,50 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <unordered_set>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "analyzer/errors.h"
+
 namespace headscan {
 namespace {
 
-// The room a haystack has: the window less BOS (a causal model's needle probes take no suffix)
-// and the two needles.
-std::int64_t haystack_room(const SequenceShape& shape) {
-  return static_cast<std::int64_t>(shape.room()) - 2 * kNeedleLength;
+// The room a haystack has in a probe of `length` tokens: the window less BOS (a causal model's
+// needle probes take no suffix) and the two needles.
+std::int64_t haystack_room(const SequenceShape& shape, std::int64_t length) {
+  SequenceShape probe_shape = shape;
+  probe_shape.max_length = length;
+  return static_cast<std::int64_t>(probe_shape.room()) - 2 * kNeedleLength;
 }
 
-}  // namespace
-
-std::int64_t needle_text_wanted(const SequenceShape& shape) {
-  return std::max<std::int64_t>(0, haystack_room(shape)) * kHaystacks;
+// The tokenizer's ids a needle may hold: not special, and not a byte-fallback piece such as <0xE4>,
+// which stands for part of a character rather than a token of text.
+std::vector<std::int64_t> needle_vocabulary(const Tokenizer& tokenizer) {
+  std::vector<std::int64_t> vocabulary;
+  for (std::int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.is_special(id)) continue;
+    const std::string piece = tokenizer.id_to_piece(id);
+    const bool byte_piece = piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>';
+    if (!piece.empty() && !byte_piece) vocabulary.push_back(id);
+  }
+  return vocabulary;
 }
 
-NeedleSet make_needles(const Tokenizer& tokenizer, const SequenceShape& shape, const std::vector<std::int64_t>& text,
-                       std::uint64_t seed) {
+// One length's haystacks and needles; the needles drawn from `random`, haystack by haystack.
+NeedleSet make_needle_set(const SequenceShape& shape, const std::vector<std::int64_t>& text,
+                          const std::vector<std::int64_t>& vocabulary, std::int64_t probe_length,
+                          std::mt19937_64& random) {
   NeedleSet set;
-  const std::int64_t length = haystack_room(shape);
+  set.length = probe_length;
+  const std::int64_t length = haystack_room(shape, probe_length);
   if (length < kNeedleLength) {
-    set.skipped_because = fmt::format("max_length {} leaves no room for a haystack of {} tokens beside two needles of {}",
-                                      shape.max_length, kNeedleLength, kNeedleLength);
+    set.skipped_because = fmt::format("probes of {} tokens leave no room for a haystack of {} tokens beside two needles "
+                                      "of {}",
+                                      probe_length, kNeedleLength, kNeedleLength);
     return set;
   }
   if (text.empty()) {
@@ -37,18 +53,10 @@ NeedleSet make_needles(const Tokenizer& tokenizer, const SequenceShape& shape, c
     return set;
   }
   set.haystack_length = length;
-  std::vector<std::int64_t> vocabulary;
-  for (std::int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    if (tokenizer.is_special(id)) continue;
-    const std::string piece = tokenizer.id_to_piece(id);
-    // Byte-fallback pieces such as <0xE4> stand for part of a character, not a token of text.
-    const bool byte_piece = piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>';
-    if (!piece.empty() && !byte_piece) vocabulary.push_back(id);
-  }
-  std::mt19937_64 random(seed ^ 0x6e6565646c65ULL);  // "needle": its own stream, apart from the probes'
   const auto text_size = static_cast<std::int64_t>(text.size());
   for (int h = 0; h < kHaystacks; ++h) {
     std::vector<std::int64_t> haystack;
+    haystack.reserve(static_cast<std::size_t>(length));
     for (std::int64_t t = 0; t < length; ++t) haystack.push_back(text[static_cast<std::size_t>((h * length + t) % text_size)]);
     const std::unordered_set<std::int64_t> in_haystack(haystack.begin(), haystack.end());
     std::vector<std::int64_t> pool;
@@ -58,7 +66,7 @@ NeedleSet make_needles(const Tokenizer& tokenizer, const SequenceShape& shape, c
     if (static_cast<std::int64_t>(pool.size()) < kNeedleLength) {
       set.skipped_because = fmt::format("the vocabulary has {} usable tokens outside a haystack, fewer than a needle's {}",
                                         pool.size(), kNeedleLength);
-      set.sequences.clear();
+      set.haystacks.clear();
       set.probes.clear();
       return set;
     }
@@ -74,45 +82,141 @@ NeedleSet make_needles(const Tokenizer& tokenizer, const SequenceShape& shape, c
       }
       const auto before = static_cast<std::int64_t>(std::lround(kNeedleDepths[static_cast<std::size_t>(depth)] *
                                                                 static_cast<double>(length)));
-      Sequence sequence;
-      sequence.line_number = set.probes.size();
-      SequenceShape causal_shape = shape;
-      causal_shape.suffix_ids.clear();
-      causal_shape.open(sequence);
-      probe.inserted = static_cast<std::int64_t>(sequence.ids.size()) + before;
-      sequence.ids.insert(sequence.ids.end(), haystack.begin(), haystack.begin() + before);
-      sequence.ids.insert(sequence.ids.end(), probe.needle.begin(), probe.needle.end());
-      sequence.ids.insert(sequence.ids.end(), haystack.begin() + before, haystack.end());
-      probe.final_start = static_cast<std::int64_t>(sequence.ids.size());
-      sequence.ids.insert(sequence.ids.end(), probe.needle.begin(), probe.needle.end());
-      sequence.special.resize(sequence.ids.size(), 0);
-      causal_shape.close(sequence);
-      set.sequences.push_back(std::move(sequence));
+      const std::int64_t framing = shape.bos_id ? 1 : 0;
+      probe.inserted = framing + before;
+      probe.final_start = framing + length + kNeedleLength;
       set.probes.push_back(std::move(probe));
     }
+    set.haystacks.push_back(std::move(haystack));
   }
   return set;
 }
 
-at::Tensor needle_targets(const at::Tensor& logits, const std::vector<Sequence>& batch, const NeedleSet& needles,
-                          std::vector<std::int64_t>& events, std::vector<std::int64_t>& candidates) {
-  TORCH_CHECK(logits.dim() == 3 && logits.size(0) == static_cast<std::int64_t>(batch.size()),
-              "logits must be [B,T,V] for the needle batch, got ", logits.sizes());
+}  // namespace
+
+std::vector<std::int64_t> default_needle_lengths(std::int64_t max_length) {
+  std::vector<std::int64_t> lengths;
+  for (std::int64_t length = kFirstNeedleLength; length < max_length; length *= 2) lengths.push_back(length);
+  lengths.push_back(max_length);
+  return lengths;
+}
+
+void check_needle_lengths(const std::vector<std::int64_t>& lengths, std::int64_t max_length) {
+  for (const std::int64_t length : lengths) {
+    if (length > max_length) {
+      throw InputError(fmt::format("--needle-lengths: {} is longer than the run's max_length {} (--max-length, else "
+                                   "headscan.json's max_length, the positions the model was exported for); give "
+                                   "lengths up to {}, or a larger --max-length that the model's positions allow",
+                                   length, max_length, max_length));
+    }
+    if (length < kShortestNeedleProbe) {
+      throw InputError(fmt::format("--needle-lengths: {} is shorter than a needle probe can be: BOS, a haystack of {} "
+                                   "tokens and two needles of {} take {}; give lengths from {} to max_length {}",
+                                   length, kNeedleLength, kNeedleLength, kShortestNeedleProbe, kShortestNeedleProbe,
+                                   max_length));
+    }
+  }
+}
+
+int needle_cell_minimum(std::int64_t length) {
+  const std::int64_t haystacks = (kNeedleCellTokens + length - 1) / std::max<std::int64_t>(1, length);
+  return static_cast<int>(std::clamp<std::int64_t>(haystacks, 1, kHaystacks));
+}
+
+bool needle_cell_done(std::int64_t length, int probes, std::int64_t events) {
+  if (probes >= kHaystacks) return true;
+  if (probes < needle_cell_minimum(length)) return false;
+  // A cell whose first haystacks gave no copy event stops: the model does not copy there.
+  return events >= kNeedleCellEvents || events == 0;
+}
+
+const NeedleProbe& NeedleSet::probe(int haystack, int depth) const {
+  return probes.at(static_cast<std::size_t>(haystack) * kNeedleDepths.size() + static_cast<std::size_t>(depth));
+}
+
+Sequence NeedleSet::sequence(int haystack, int depth, const SequenceShape& shape) const {
+  const NeedleProbe& chosen = probe(haystack, depth);
+  const std::vector<std::int64_t>& text = haystacks.at(static_cast<std::size_t>(haystack));
+  const auto before = static_cast<std::ptrdiff_t>(chosen.inserted - (shape.bos_id ? 1 : 0));
+  Sequence sequence;
+  sequence.line_number = static_cast<std::size_t>(haystack) * kNeedleDepths.size() + static_cast<std::size_t>(depth);
+  SequenceShape causal_shape = shape;
+  causal_shape.max_length = length;
+  causal_shape.suffix_ids.clear();
+  causal_shape.open(sequence);
+  sequence.ids.insert(sequence.ids.end(), text.begin(), text.begin() + before);
+  sequence.ids.insert(sequence.ids.end(), chosen.needle.begin(), chosen.needle.end());
+  sequence.ids.insert(sequence.ids.end(), text.begin() + before, text.end());
+  sequence.ids.insert(sequence.ids.end(), chosen.needle.begin(), chosen.needle.end());
+  sequence.special.resize(sequence.ids.size(), 0);
+  causal_shape.close(sequence);
+  TORCH_CHECK(static_cast<std::int64_t>(sequence.ids.size()) >= chosen.final_start + kNeedleLength,
+              "needle probe of ", sequence.ids.size(), " tokens has its final needle at ", chosen.final_start);
+  return sequence;
+}
+
+int NeedleSummary::probes() const {
+  int total = 0;
+  for (const auto& length : cells) {
+    for (const NeedleCell& cell : length) total += cell.probes;
+  }
+  return total;
+}
+
+std::int64_t NeedleSummary::events() const {
+  std::int64_t total = 0;
+  for (const auto& length : cells) {
+    for (const NeedleCell& cell : length) total += cell.events;
+  }
+  return total;
+}
+
+std::int64_t& NeedleSummary::hits(int layer, int head, std::size_t length, std::size_t depth) {
+  const std::size_t index =
+      ((static_cast<std::size_t>(layer) * static_cast<std::size_t>(heads) + static_cast<std::size_t>(head)) *
+           lengths.size() + length) * kNeedleDepths.size() + depth;
+  return head_hits.at(index);
+}
+
+std::int64_t NeedleSummary::hits(int layer, int head, std::size_t length, std::size_t depth) const {
+  return const_cast<NeedleSummary*>(this)->hits(layer, head, length, depth);
+}
+
+std::int64_t needle_text_wanted(const SequenceShape& shape, const std::vector<std::int64_t>& lengths) {
+  std::int64_t longest = 0;
+  for (const std::int64_t length : lengths) longest = std::max(longest, haystack_room(shape, length));
+  return longest * kHaystacks;
+}
+
+std::vector<NeedleSet> make_needles(const Tokenizer& tokenizer, const SequenceShape& shape,
+                                    const std::vector<std::int64_t>& text, const std::vector<std::int64_t>& lengths,
+                                    std::uint64_t seed) {
+  const std::vector<std::int64_t> vocabulary = needle_vocabulary(tokenizer);
+  std::mt19937_64 random(seed ^ 0x6e6565646c65ULL);  // "needle": its own stream, apart from the probes'
+  std::vector<NeedleSet> sets;
+  for (const std::int64_t length : lengths) sets.push_back(make_needle_set(shape, text, vocabulary, length, random));
+  return sets;
+}
+
+at::Tensor needle_targets(const at::Tensor& logits, const std::vector<const NeedleProbe*>& probes,
+                          std::vector<std::int64_t>& events) {
+  TORCH_CHECK(logits.dim() == 3 && logits.size(0) == static_cast<std::int64_t>(probes.size()),
+              "logits must be [B,T,V] for the needle batch of ", probes.size(), " probes, got ", logits.sizes());
   const at::Tensor predicted = logits.argmax(/*dim=*/-1).to(torch::kCPU).contiguous();  // [B, T]
   const auto* top = predicted.data_ptr<std::int64_t>();
   const std::int64_t columns = predicted.size(1);
   at::Tensor targets = torch::full({predicted.size(0), columns}, -1, torch::kInt64);
   auto* target = targets.data_ptr<std::int64_t>();
-  for (std::size_t b = 0; b < batch.size(); ++b) {
-    const NeedleProbe& probe = needles.probes.at(batch[b].line_number);
-    const auto depth = static_cast<std::size_t>(probe.depth);
+  events.assign(probes.size(), 0);
+  for (std::size_t b = 0; b < probes.size(); ++b) {
+    const NeedleProbe& probe = *probes[b];
+    TORCH_CHECK(probe.final_start + kNeedleLength <= columns, "needle batch of ", columns,
+                " columns is shorter than its probe's final needle at ", probe.final_start);
     // The query at final-needle token k (1-based) sits at final_start + k − 1 and predicts token k + 1.
     for (std::int64_t k = 1; k < kNeedleLength; ++k) {
-      const std::int64_t query = probe.final_start + k - 1;
-      ++candidates[depth];
-      const std::int64_t row = static_cast<std::int64_t>(b) * columns + query;
+      const std::int64_t row = static_cast<std::int64_t>(b) * columns + probe.final_start + k - 1;
       if (top[row] != probe.needle[static_cast<std::size_t>(k)]) continue;
-      ++events[depth];
+      ++events[b];
       target[row] = probe.inserted + k;
     }
   }
