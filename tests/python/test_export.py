@@ -120,7 +120,7 @@ def chosen_attention(model, requested="auto"):
     mask[1, 60:] = 0
 
     def run(each):
-        return exporter.Wrapper(each, takes_mask=True).eval()(ids, mask)
+        return exporter.Wrapper(each, takes_mask=True).eval()(ids, mask)[mask.bool()]
 
     def load_eager():
         raise AssertionError("a model transformers can switch is not loaded again")

@@ -91,7 +91,8 @@ def exact_attention(model, requested, run, load_eager, dtype):
     attention (`requested` "auto" or "sdpa"): kept with SDPA where it computes what eager attention
     does (see sdpa_difference), else switched to eager attention (or, for a model transformers
     cannot switch after loading, load_eager() loaded again). run(model) gives its output on the
-    check batch. --attention sdpa keeps SDPA without comparing."""
+    check batch's real tokens (padding queries, which headscan leaves out, see what each attention
+    makes of a row of masked keys: Llama 4's differ). --attention sdpa keeps SDPA without comparing."""
     if requested == "sdpa":
         return model, "sdpa", None
     can_switch = hasattr(model, "set_attn_implementation") and type(model)._can_set_attn_implementation()

@@ -211,8 +211,9 @@ def load_with_attention(args, config, tokenizer, bos_token, device):
     inputs = [tensor.to(device) for tensor in padded_batch(rows, bos_id if bos_id is not None else 0)]
     inputs = inputs[:1] if args.no_attention_mask else inputs
 
-    def run(each):
-        return Wrapper(each, not args.no_attention_mask).eval()(*inputs)
+    def run(each):  # the real tokens' outputs: what padding queries see differs between the two, unused
+        output = Wrapper(each, not args.no_attention_mask).eval()(*inputs)
+        return output if args.no_attention_mask else output[inputs[1].bool()]
 
     return exact_attention(model, args.attention, run, lambda: load_model(args, config, "eager", cls).to(device),
                            next(model.parameters()).dtype)
