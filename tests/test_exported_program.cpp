@@ -154,6 +154,34 @@ TEST_CASE("an exported program's head scales and attention edits act inside Nati
   CHECK_THROWS_AS(captured(*model, ids, mask, &tracked), headscan::InputError);
 }
 
+TEST_CASE("an exported program's attention in blocks of 7 rows equals it unblocked", "[exported][e2e]") {
+  const auto model = InstrumentedModel::load(fixture("pt2_sdpa.pt2"));
+  CHECK(model->blockwise_attention_count() == 2);
+  torch::jit::Module reference = torch::jit::load(fixture("pt2_reference.pt"));
+  const at::Tensor ids = reference.attr("ids_40").toTensor();
+  const at::Tensor mask = reference.attr("mask_40").toTensor();
+  model->set_attention_block(7);
+  std::vector<std::int64_t> first_rows;
+  model->forward(ids, &mask, [&](int layer, const at::Tensor&, std::int64_t first_row) {
+    if (layer == 0) first_rows.push_back(first_row);
+  });
+  CHECK(first_rows == std::vector<std::int64_t>{0, 7, 14, 21, 28, 35});
+  at::Tensor blocked_logits;
+  const std::vector<at::Tensor> blocked = captured(*model, ids, mask, nullptr, nullptr, &blocked_logits);
+  CHECK(model->attention_block_use().rows == 7);
+  model->set_attention_block(0);  // planned: 40 rows fit one block
+  at::Tensor whole_logits;
+  const std::vector<at::Tensor> whole = captured(*model, ids, mask, nullptr, nullptr, &whole_logits);
+  CHECK(model->attention_block_use().rows == 40);
+  REQUIRE(blocked.size() == 2);
+  for (std::size_t layer = 0; layer < 2; ++layer) {
+    REQUIRE(blocked[layer].sizes() == whole[layer].sizes());
+    CHECK((blocked[layer] - whole[layer]).abs().max().item<double>() < 1e-6);
+  }
+  REQUIRE(blocked_logits.defined());
+  CHECK((blocked_logits - whole_logits).abs().max().item<double>() < 1e-5);
+}
+
 TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads.json", "[exported][e2e]") {
   TempDir dir;
   const std::string corpus = dir.write("corpus.txt", word_corpus({30, 12, 50, 7, 41, 25, 33, 60}));

@@ -8,6 +8,7 @@
 #include <torch/script.h>
 
 #include "analyzer/errors.h"
+#include "analyzer/model/attention_plan.h"
 #include "analyzer/model/eager_attention.h"
 
 namespace headscan {
@@ -18,6 +19,8 @@ struct CaptureState {
   const AttentionCallback* on_attention = nullptr;
   const HeadScales* scales = nullptr;
   const AttentionEdit* edit = nullptr;
+  std::int64_t block_rows = 0;  // requested rows of the op's blocks; 0: planned
+  AttentionBlockUse block_use;
   int next_layer = 0;
   std::exception_ptr error;
 };
@@ -26,26 +29,32 @@ namespace {
 
 thread_local CaptureState* active_capture = nullptr;
 
+// Whether probabilities of shape `sizes` ([..., rows, keys]) softmaxed over `dim` are attention of
+// the scope's batch over its keys: [B, H, L, T], [B*H, L, T] (bmm style) or [B, L, T] (one head),
+// with T keys and `rows` = T for a whole map.
+bool is_attention(at::IntArrayRef sizes, std::int64_t dim, std::int64_t rows, const CaptureState& state) {
+  const auto rank = static_cast<std::int64_t>(sizes.size());
+  if (rank != 3 && rank != 4) return false;
+  if (dim != -1 && dim != rank - 1) return false;
+  if (sizes[rank - 1] != state.length || sizes[rank - 2] != rows) return false;
+  return rank == 4 ? sizes[0] == state.batch : sizes[0] % state.batch == 0;
+}
+
+// Attention of the scope's batch (is_attention) viewed as [B, H, Q, T].
+at::Tensor as_blocks(const at::Tensor& probs, const CaptureState& state) {
+  if (probs.dim() == 4) return probs;
+  return probs.view({state.batch, probs.size(0) / state.batch, probs.size(1), probs.size(2)});
+}
+
 // Attention over keys, normalized to [B, H, T, T]; nullopt for any other softmax (vocabulary,
 // router, or one over another dimension).
 std::optional<at::Tensor> as_attention(const at::Tensor& probs, std::int64_t dim, const CaptureState& state) {
-  const auto rank = probs.dim();
-  if (rank != 3 && rank != 4) return std::nullopt;
-  if (dim != -1 && dim != rank - 1) return std::nullopt;
-  if (!probs.is_floating_point()) return std::nullopt;
-  const auto sizes = probs.sizes();
-  if (sizes[rank - 1] != state.length || sizes[rank - 2] != state.length) return std::nullopt;
-  if (rank == 4) {
-    if (sizes[0] != state.batch) return std::nullopt;
-    return probs;
-  }
-  // [B*H, T, T] (bmm style) or [B, T, T] (one head).
-  if (sizes[0] % state.batch != 0) return std::nullopt;
-  return probs.view({state.batch, sizes[0] / state.batch, state.length, state.length});
+  if (!probs.is_floating_point() || !is_attention(probs.sizes(), dim, state.length, state)) return std::nullopt;
+  return as_blocks(probs, state);
 }
 
-// Hands one layer's attention to the callback, detached from any autograd graph (a gradient pass
-// differentiates through the probabilities, the classifiers only read them).
+// Hands one block of a layer's attention to the callback, detached from any autograd graph (a
+// gradient pass differentiates through the probabilities, the classifiers only read them).
 void deliver(CaptureState& state, int layer, const at::Tensor& attention, std::int64_t first_row) {
   if (!*state.on_attention) return;
   at::Tensor probs = attention.detach();
@@ -75,6 +84,27 @@ at::Tensor scale_heads(const at::Tensor& probs, const at::Tensor& attention, con
   TORCH_CHECK(false, "headscan: capture failed");
 }
 
+// One block of layer `layer`: `probs` as the model holds it, `attention` its [B, H, Q, T] view.
+// Handed to the callback, then returned scaled by the layer's head scales and edited.
+at::Tensor observe_block(CaptureState& state, int layer, const at::Tensor& probs, const at::Tensor& attention,
+                         std::int64_t first_row) {
+  try {
+    deliver(state, layer, attention, first_row);
+    at::Tensor result = probs;
+    if (state.scales != nullptr && layer < static_cast<int>(state.scales->size()) &&
+        (*state.scales)[static_cast<std::size_t>(layer)].defined()) {
+      result = scale_heads(probs, attention, (*state.scales)[static_cast<std::size_t>(layer)]);
+    }
+    if (state.edit != nullptr && *state.edit) {
+      const at::Tensor edited = (*state.edit)(layer, result.view(attention.sizes()), first_row);
+      if (edited.defined()) result = edited.view(probs.sizes());
+    }
+    return result;
+  } catch (...) {
+    fail_inside_graph(state, std::current_exception());
+  }
+}
+
 }  // namespace
 
 at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim) {
@@ -83,22 +113,29 @@ at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim) {
   const std::optional<at::Tensor> attention = as_attention(probs, dim, *state);
   if (!attention) return probs;
   const int layer = state->next_layer++;
-  try {
-    deliver(*state, layer, *attention, /*first_row=*/0);
-    at::Tensor result = probs;
-    if (state->scales != nullptr && layer < static_cast<int>(state->scales->size()) &&
-        (*state->scales)[static_cast<std::size_t>(layer)].defined()) {
-      result = scale_heads(probs, *attention, (*state->scales)[static_cast<std::size_t>(layer)]);
-    }
-    if (state->edit != nullptr && *state->edit) {
-      const at::Tensor edited = (*state->edit)(layer, result.view(attention->sizes()), /*first_row=*/0);
-      if (edited.defined()) result = edited.view(probs.sizes());
-    }
-    return result;
-  } catch (...) {
-    fail_inside_graph(*state, std::current_exception());
-  }
-  return probs;
+  return observe_block(*state, layer, probs, *attention, /*first_row=*/0);
+}
+
+AttentionBlocks::AttentionBlocks(at::IntArrayRef sizes, std::int64_t element_size, const c10::Device& device) {
+  TORCH_CHECK(sizes.size() >= 2, "attention probabilities must be [..., L, S], got ", sizes);
+  const std::int64_t length = sizes[sizes.size() - 2];
+  const std::int64_t keys = sizes[sizes.size() - 1];
+  std::int64_t rows_of_heads = 1;
+  for (std::size_t d = 0; d + 2 < sizes.size(); ++d) rows_of_heads *= sizes[d];
+  CaptureState* state = active_capture;
+  const std::int64_t requested = state != nullptr ? state->block_rows : 0;
+  const std::int64_t budget = requested > 0 ? 0 : attention_block_budget(device);
+  rows_ = attention_block_rows(requested, rows_of_heads, length, keys, element_size, budget);
+  if (state == nullptr || state->error || !is_attention(sizes, /*dim=*/-1, state->length, *state)) return;
+  state_ = state;
+  layer_ = state->next_layer++;
+  const AttentionBlockUse use{rows_, length, rows_of_heads * rows_ * keys * static_cast<std::int64_t>(sizeof(float))};
+  if (use.block_bytes > state->block_use.block_bytes) state->block_use = use;
+}
+
+at::Tensor AttentionBlocks::observe(const at::Tensor& block, std::int64_t first_row) {
+  if (state_ == nullptr || state_->error) return block;
+  return observe_block(*state_, layer_, block, as_blocks(block, *state_), first_row);
 }
 
 namespace {
@@ -147,19 +184,22 @@ void fail_capture(std::exception_ptr error) {
 }
 
 CaptureScope::CaptureScope(std::int64_t batch, std::int64_t length, const AttentionCallback& on_attention,
-                           const HeadScales* scales, const AttentionEdit* edit)
+                           const HeadScales* scales, const AttentionEdit* edit, std::int64_t block_rows)
     : state_(std::make_unique<CaptureState>()), outer_(active_capture) {
   state_->batch = batch;
   state_->length = length;
   state_->on_attention = &on_attention;
   state_->scales = scales;
   state_->edit = edit;
+  state_->block_rows = block_rows;
   active_capture = state_.get();
 }
 
 CaptureScope::~CaptureScope() { active_capture = outer_; }
 
 int CaptureScope::layers_captured() const { return state_->next_layer; }
+
+AttentionBlockUse CaptureScope::block_use() const { return state_->block_use; }
 
 void CaptureScope::rethrow_captured_error() const {
   if (state_->error) std::rethrow_exception(state_->error);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include "analyzer/model/model.h"
 
@@ -19,10 +20,30 @@ namespace headscan {
 struct CaptureState;
 
 // What the graph's observer does with one softmax output over dim `dim`: during a CaptureScope,
-// hands it to the callback when it is attention over keys and returns it scaled by the scope's
-// head scales; otherwise returns it unchanged. For code that computes attention itself
-// (headscan::eager_attention).
+// hands it to the callback when it is attention over keys (one block, first_row 0) and returns it
+// scaled by the scope's head scales and edited; otherwise returns it unchanged.
 at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim);
+
+// The capture of one call of headscan's attention op (eager_attention.h), which computes the
+// probabilities [..., H, L, S] in blocks of query rows: the call is one layer (numbered when the
+// object is made, as observe_softmax numbers a softmax), and each block goes to observe() in row
+// order. The rows of a block are planned for the call (attention_plan.h) from the scope's
+// requested rows (CaptureScope) and the device's free memory.
+class AttentionBlocks {
+ public:
+  // `sizes`: the probabilities' shape [..., H, L, S]; `element_size`: bytes of their dtype.
+  AttentionBlocks(at::IntArrayRef sizes, std::int64_t element_size, const c10::Device& device);
+  std::int64_t rows() const { return rows_; }
+  // Block [..., H, Q, S] of the probabilities, queries first_row .. first_row + Q − 1: during a
+  // CaptureScope, and when the call is attention over the scope's keys, handed to the callback and
+  // returned scaled by the head scales and edited (model.h); otherwise returned unchanged.
+  at::Tensor observe(const at::Tensor& block, std::int64_t first_row);
+
+ private:
+  CaptureState* state_ = nullptr;  // null when nothing is captured from this call
+  int layer_ = -1;
+  std::int64_t rows_ = 0;
+};
 
 // For the graph's guard ops: whether a CaptureScope is alive on this thread, and ending its
 // forward call with `error` (rethrown by CaptureScope::rethrow_captured_error with its own type).
@@ -36,13 +57,18 @@ class CaptureScope {
   // `scales`, when given, multiplies each head's attention probabilities in the graph
   // (model.h, HeadScales); the callback still sees them unscaled.
   // `edit`, when given, replaces each layer's probabilities after that (model.h, AttentionEdit).
+  // `block_rows`: the rows of headscan's attention op's blocks, 0 to plan them
+  // (InstrumentedModel::attention_block()).
   CaptureScope(std::int64_t batch, std::int64_t length, const AttentionCallback& on_attention,
-               const HeadScales* scales = nullptr, const AttentionEdit* edit = nullptr);
+               const HeadScales* scales = nullptr, const AttentionEdit* edit = nullptr,
+               std::int64_t block_rows = 0);
   ~CaptureScope();
   CaptureScope(const CaptureScope&) = delete;
   CaptureScope& operator=(const CaptureScope&) = delete;
 
   int layers_captured() const;
+  // The blocks of the op call with the largest block in this scope (model.h); rows 0 when none ran.
+  AttentionBlockUse block_use() const;
   // The error an instrumentation op raised, if any: rethrown as it was, with its own type,
   // rather than as the interpreter's wrapped message.
   void rethrow_captured_error() const;

@@ -47,6 +47,13 @@ std::string libtorch_description() {
 
 InstrumentedModel::~InstrumentedModel() = default;
 
+void InstrumentedModel::note_attention_block_use(const AttentionBlockUse& use) {
+  const AttentionBlockUse& kept = attention_block_use_;
+  if (use.length > kept.length || (use.length == kept.length && use.block_bytes > kept.block_bytes)) {
+    attention_block_use_ = use;
+  }
+}
+
 std::string InstrumentedModel::capture_method() const { return softmax_count() > 0 ? "graph" : "outputs"; }
 
 std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& path, const std::string& dtype,

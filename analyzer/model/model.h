@@ -39,6 +39,14 @@ using HeadScales = std::vector<at::Tensor>;
 using AttentionEdit =
     std::function<at::Tensor(int layer, const at::Tensor& attention, std::int64_t first_row)>;
 
+// How headscan's attention op (eager_attention.h) blocked the attention of a model's forward calls:
+// that of the call with the longest sequences so far (with the largest block among those).
+struct AttentionBlockUse {
+  std::int64_t rows = 0;         // Q, the query rows of a block; 0 when no attention went through the op
+  std::int64_t length = 0;       // L, the sequence length of that call
+  std::int64_t block_bytes = 0;  // one block [B, H, Q, L] in float32, as the statistics read it
+};
+
 // What a forward call produced besides attention: the logits, when the model returns a [B, T, V]
 // tensor (alone or first in a tuple), for probe losses.
 struct ForwardOutput {
@@ -82,6 +90,10 @@ class InstrumentedModel {
   virtual std::string forward_schema() const = 0;
   // Attention softmaxes observed in the forward graph (and attention ops in their eager form)
   virtual int softmax_count() const = 0;
+  // How many of those are scaled_dot_product_attention calls that headscan's own op computes in
+  // blocks of query rows (eager_attention.h); the others are softmaxes the model materialises
+  // whole, [B, H, T, T] per layer, whose memory grows with T².
+  virtual int blockwise_attention_count() const = 0;
   std::string capture_method() const;  // "graph" or "outputs" (HF-style returned attentions)
   // The dtype the model runs in: that of most of its floating-point parameters ("float32",
   // "bfloat16", "float16", "float64").
@@ -97,6 +109,8 @@ class InstrumentedModel {
   // --attention-block sets them. Attention the model materialises itself comes as one block.
   void set_attention_block(std::int64_t rows) { attention_block_ = rows; }
   std::int64_t attention_block() const { return attention_block_; }
+  // The blocks the op used (AttentionBlockUse), over the forward calls so far.
+  AttentionBlockUse attention_block_use() const { return attention_block_use_; }
 
   // Runs forward on ids [B, T] int64 (and mask [B, T] int64, 1 = real token, when the model takes
   // one), on any device (they move to the model's), handing each attention tensor to `on_attention`
@@ -112,11 +126,14 @@ class InstrumentedModel {
 
  protected:
   InstrumentedModel() = default;
+  // Keeps `use` when its length (then its block) is the largest so far.
+  void note_attention_block_use(const AttentionBlockUse& use);
   InstrumentedModel(const InstrumentedModel&) = delete;
   InstrumentedModel& operator=(const InstrumentedModel&) = delete;
 
  private:
   std::int64_t attention_block_ = 0;
+  AttentionBlockUse attention_block_use_;
 };
 
 }  // namespace headscan

@@ -90,6 +90,7 @@ class ExportedProgram final : public InstrumentedModel {
   bool takes_attention_mask() const override { return state_.setting.takes_mask; }
   std::string forward_schema() const override { return state_.setting.schema; }
   int softmax_count() const override { return state_.program.observers + state_.program.attention; }
+  int blockwise_attention_count() const override { return state_.program.attention; }
   std::string dtype() const override { return state_.setting.dtype; }
   const c10::Device& device() const override { return state_.setting.device; }
   std::string gradient_limit() const override { return kNoGradients; }
@@ -129,9 +130,10 @@ class ExportedProgram final : public InstrumentedModel {
         return (*edit)(layer, attention, first_row);
       };
     }
-    CaptureScope scope(batch, length, observed, scales, edit != nullptr ? &edited : nullptr);
+    CaptureScope scope(batch, length, observed, scales, edit != nullptr ? &edited : nullptr, attention_block());
     const c10::IValue output =
         run_forward(state_.setting, scope, batch, length, [&] { return state_.runner->run(inputs, {}); });
+    note_attention_block_use(scope.block_use());
     return ForwardOutput{logits_of(output, batch, length)};
   }
 

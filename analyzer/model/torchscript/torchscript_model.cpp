@@ -156,6 +156,7 @@ class TorchScriptModel final : public InstrumentedModel {
   int softmax_count() const override {
     return state_.instrumentation.softmax_nodes + state_.instrumentation.rewritten_attention;
   }
+  int blockwise_attention_count() const override { return state_.instrumentation.rewritten_attention; }
   std::string dtype() const override { return state_.setting.dtype; }
   const c10::Device& device() const override { return state_.setting.device; }
   std::string gradient_limit() const override { return ""; }
@@ -170,9 +171,10 @@ class TorchScriptModel final : public InstrumentedModel {
     if (state_.takes_mask) {
       inputs.emplace_back(mask != nullptr ? mask->to(state_.setting.device) : torch::ones_like(device_ids));
     }
-    CaptureScope scope(batch, length, on_attention, scales, edit);
+    CaptureScope scope(batch, length, on_attention, scales, edit, attention_block());
     const c10::IValue output =
         run_forward(state_.setting, scope, batch, length, [&] { return state_.module.forward(inputs); });
+    note_attention_block_use(scope.block_use());
     if (softmax_count() == 0) offer_returned_attention(output, scope);
     return ForwardOutput{logits_of(output, batch, length)};
   }
