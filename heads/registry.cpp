@@ -30,6 +30,7 @@ constexpr ClassifierFactory kClassifiers[] = {
     make_separator_classifier,
     make_punctuation_classifier,
     make_streaming_classifier,
+    make_streaming_duo_classifier,
     make_retrieval_classifier,
 };
 

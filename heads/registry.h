@@ -24,6 +24,7 @@ std::unique_ptr<HeadClassifier> make_syntactic_classifier();
 std::unique_ptr<HeadClassifier> make_separator_classifier();
 std::unique_ptr<HeadClassifier> make_punctuation_classifier();
 std::unique_ptr<HeadClassifier> make_streaming_classifier();
+std::unique_ptr<HeadClassifier> make_streaming_duo_classifier();
 std::unique_ptr<HeadClassifier> make_retrieval_classifier();
 
 // Copy events a retrieval score needs: with fewer, retrieval is null (heads/retrieval.cpp).

@@ -65,6 +65,7 @@ constexpr StatisticSchema kStatistics[] = {
     {"separator", Layout::baselined, Queries::later_corpus, Values::share},
     {"punctuation", Layout::baselined, Queries::later_corpus, Values::share},
     {"streaming", Layout::means, Queries::later_corpus, Values::share},
+    {"streaming_duo", Layout::means, Queries::later_corpus, Values::share},
     {"retrieval", Layout::means, Queries::needle, Values::share},
 };
 constexpr const char* kPositionalOffsets[] = {"-1", "1", "-2", "2"};  // heads/positional.cpp

@@ -3,6 +3,9 @@
 // keeps (Xiao et al. 2023); DuoAttention (Xiao et al. 2024) gives such heads that cache. Labelled
 // `streaming` when ≥ the threshold `streaming`. S and W are the parameters `streaming_sink` and
 // `streaming_window` (--sink, --window). Null when no query is that far into its sequence.
+//
+// streaming_duo: the same mean at the cache DuoAttention ships, S = 128 and W = 256, over queries
+// i ≥ 384; no label (the label is the streaming score's, at the cache the KV-cache plan keeps).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -106,6 +109,16 @@ std::unique_ptr<HeadClassifier> make_streaming_classifier() {
                /*primary_rank=*/11,
                /*causal_only=*/true},
       std::nullopt);
+}
+
+std::unique_ptr<HeadClassifier> make_streaming_duo_classifier() {
+  return std::make_unique<StreamingClassifier>(
+      HeadType{{{"streaming_duo", "mean attention on the first 128 tokens and the 256 most recent, over queries "
+                                  "i ≥ 384 (DuoAttention's cache)"}},
+               "",
+               {},
+               "DuoAttention (Xiao et al. 2024)"},
+      kDuoAttentionCache);
 }
 
 }  // namespace headscan

@@ -19,6 +19,10 @@ struct StreamingWindow {
   std::int64_t window = kDefaultStreamingWindow;
 };
 
+// The cache DuoAttention's released code gives its streaming heads (Xiao et al. 2024): 128 sink
+// tokens and the 256 most recent; the score streaming_duo.
+inline constexpr StreamingWindow kDuoAttentionCache{128, 256};
+
 // The sizes `thresholds` give, the defaults where it names none.
 StreamingWindow streaming_window(const Thresholds& thresholds);
 

@@ -353,3 +353,43 @@ TEST_CASE("streaming counts absolute positions in every row block", "[classifier
   const auto early = blocked_scores(*make_streaming_classifier(), CausalBatch(7), 3, false, thresholds);
   CHECK(early[0]["streaming"].is_null());
 }
+
+TEST_CASE("streaming_duo scores DuoAttention's cache of 128 sink and 256 recent tokens", "[classifiers][streaming]") {
+  CausalBatch batch(400);
+  // Head 0 attends uniformly within the cache (keys j < 128 and i − 256 < j ≤ i), head 1 uniformly
+  // over every key it sees, head 2 at random.
+  const at::Tensor position = torch::arange(400);
+  const at::Tensor query = position.view({-1, 1});
+  const at::Tensor key = position.view({1, -1});
+  const at::Tensor visible = key.le(query).to(torch::kFloat);
+  const at::Tensor cached = key.lt(128).logical_or(key.gt(query - 256)).to(torch::kFloat) * visible;
+  batch.attention[0][0] = cached / cached.sum(-1, /*keepdim=*/true);
+  batch.attention[1][0] = batch.attention[0][0];
+  batch.attention[0][1] = visible / visible.sum(-1, /*keepdim=*/true);
+  batch.attention[1][1] = batch.attention[0][1];
+  // Head 1 keeps 384 of the i + 1 keys of queries i ≥ 384: queries 384 .. 399 of sequence 0 and
+  // 384 .. 395 of sequence 1 (its last 4 tokens are padding).
+  double kept = 0;
+  for (int i = 384; i < 400; ++i) kept += 384.0 / (i + 1) * (i < 396 ? 2 : 1);
+  const double uniform = kept / 28;
+  // streaming_duo does not depend on --sink and --window.
+  const Thresholds thresholds = resolve_thresholds({{"streaming_sink", 2}, {"streaming_window", 5}});
+  for (const std::int64_t rows : {400, 7, 1}) {
+    CAPTURE(rows);
+    const auto scores = blocked_scores(*make_streaming_duo_classifier(), batch, rows, false, thresholds);
+    CHECK(scores[0]["streaming_duo"].get<double>() == Approx(1.0).margin(1e-6));
+    CHECK(scores[1]["streaming_duo"].get<double>() == Approx(uniform).margin(1e-6));
+    CHECK(scores[1]["streaming_duo"].get<double>() < 0.99);
+  }
+  std::vector<std::string> labels;
+  nlohmann::ordered_json scores = nlohmann::ordered_json::object();
+  HeadVerdict verdict{scores, labels};
+  auto classifier = make_streaming_duo_classifier();
+  classifier->begin(ModelShape{1, 3});
+  classifier->observe(0, batch.attention, batch.context(0));
+  classifier->finalize(0, 0, resolve_thresholds({}), verdict);
+  CHECK(labels.empty());  // a score without a label of its own
+  // No query at 384 or later: null.
+  const CausalBatch short_batch(384);
+  CHECK(blocked_scores(*make_streaming_duo_classifier(), short_batch, 384, false, thresholds)[0]["streaming_duo"].is_null());
+}

@@ -224,6 +224,7 @@ def shard_state_seeds():
             "separator": {"means": means(later, [0.75, 0.0]), "baseline": {"sum": exact(later * 0.125), "count": later}},
             "punctuation": {"means": means(later, [0.125, 0.5]), "baseline": {"sum": exact(later * 0.25), "count": later}},
             "streaming": means(0, [0.0, 0.0]),
+            "streaming_duo": means(0, [0.0, 0.0]),
             "retrieval": means(needle_queries, [1.0, 0.0]),
         }
 
