@@ -110,3 +110,15 @@ TEST_CASE("a text where a path belongs is refused when no path can be that long,
         std::string(199, 'a') + "… (301 bytes)");
   CHECK(headscan::shown_path("short/path.txt") == "short/path.txt");
 }
+
+TEST_CASE("needle lengths values: whole numbers separated by commas, sorted and distinct", "[cli][options]") {
+  using headscan::parse_needle_lengths_option;
+  CHECK(parse_needle_lengths_option("4096") == std::vector<std::int64_t>{4096});
+  CHECK(parse_needle_lengths_option("16384,4096,8192,4096") == std::vector<std::int64_t>{4096, 8192, 16384});
+  CHECK(parse_needle_lengths_option("1048576") == std::vector<std::int64_t>{std::int64_t{1} << 20});
+  for (const std::string value : {"", ",", "4096,", "4k", "-4096", "0", "1.5", " 64", "1048577", "99999999999999999999",
+                                  "64;128"}) {
+    CAPTURE(value);
+    CHECK_THROWS_WITH(parse_needle_lengths_option(value), Contains("expected the needle probes' lengths in tokens"));
+  }
+}

@@ -14,6 +14,8 @@
 #include "analyzer/corpus/document_frequencies.h"
 #include "analyzer/corpus/documents.h"
 #include "analyzer/corpus/text_lines.h"
+#include "analyzer/errors.h"
+#include "analyzer/run/sequences/needle_plan.h"
 #include "analyzer/run/sequences/sequence_reader.h"
 #include "analyzer/run/sequences/sequences.h"
 #include "tests/fixtures.h"
@@ -338,4 +340,69 @@ TEST_CASE("a long compressed line is read to its end in bounded memory", "[seque
   const long peak = status_kb("VmHWM");
   INFO("resident " << before << " kB before, peak " << peak << " kB");
   CHECK(peak - before < 64 * 1024);  // measured: 39 MB
+}
+
+TEST_CASE("needle lengths: 4096 doubling up to max_length, only max_length up to 4096", "[sequences][needles]") {
+  using headscan::default_needle_lengths;
+  // A short run keeps one length, max_length: the 40 probes it always ran.
+  CHECK(default_needle_lengths(128) == std::vector<std::int64_t>{128});
+  CHECK(default_needle_lengths(4096) == std::vector<std::int64_t>{4096});
+  CHECK(default_needle_lengths(4097) == std::vector<std::int64_t>{4096, 4097});
+  CHECK(default_needle_lengths(16384) == std::vector<std::int64_t>{4096, 8192, 16384});
+  CHECK(default_needle_lengths(20000) == std::vector<std::int64_t>{4096, 8192, 16384, 20000});
+  CHECK(default_needle_lengths(131072) == std::vector<std::int64_t>{4096, 8192, 16384, 32768, 65536, 131072});
+}
+
+TEST_CASE("needle lengths: above max_length or below a probe's own size are refused", "[sequences][needles]") {
+  using Catch::Contains;
+  using headscan::check_needle_lengths;
+  CHECK_NOTHROW(check_needle_lengths({37, 4096, 8192}, 8192));
+  CHECK_NOTHROW(check_needle_lengths({}, 64));
+  CHECK_THROWS_AS(check_needle_lengths({4096, 16384}, 8192), headscan::InputError);
+  CHECK_THROWS_WITH(check_needle_lengths({4096, 16384}, 8192),
+                    Contains("16384 is longer than the run's max_length 8192") && Contains("--max-length"));
+  CHECK_THROWS_WITH(check_needle_lengths({36, 128}, 128),
+                    Contains("36 is shorter than a needle probe can be") && Contains("from 37 to max_length 128"));
+}
+
+TEST_CASE("needle cells: all 8 haystacks up to 4096 tokens, fewer at long lengths, the same whatever the batch size",
+          "[sequences][needles]") {
+  using headscan::kHaystacks;
+  using headscan::needle_cell_batch;
+  using headscan::needle_cell_done;
+  using headscan::needle_cell_minimum;
+  CHECK(needle_cell_minimum(128) == 8);
+  CHECK(needle_cell_minimum(4096) == 8);
+  CHECK(needle_cell_minimum(8192) == 4);
+  CHECK(needle_cell_minimum(16384) == 2);
+  CHECK(needle_cell_minimum(32768) == 1);
+  CHECK(needle_cell_minimum(131072) == 1);
+  // The probes a cell runs, with `copies[h]` copy events on haystack h, in batches of `batch_size`.
+  auto probes_run = [](std::int64_t length, const std::vector<std::int64_t>& copies, std::int64_t batch_size) {
+    int probes = 0;
+    std::int64_t events = 0;
+    while (!needle_cell_done(length, probes, events)) {
+      const int take = needle_cell_batch(length, probes, batch_size);
+      REQUIRE(take >= 1);
+      for (int h = probes; h < probes + take; ++h) events += copies[static_cast<std::size_t>(h)];
+      probes += take;
+    }
+    return probes;
+  };
+  const std::vector<std::int64_t> every_token(kHaystacks, 11);   // 11 copy events per probe
+  const std::vector<std::int64_t> some(kHaystacks, 3);
+  const std::vector<std::int64_t> none(kHaystacks, 0);
+  const std::vector<std::int64_t> late = {0, 0, 0, 0, 0, 11, 11, 11};
+  for (std::int64_t batch_size : {1, 2, 3, 5, 8, 64}) {
+    CAPTURE(batch_size);
+    CHECK(probes_run(512, every_token, batch_size) == 8);     // short: all 40 probes, as always
+    CHECK(probes_run(4096, none, batch_size) == 8);
+    CHECK(probes_run(8192, every_token, batch_size) == 4);    // 44 events after the 4 it must run
+    CHECK(probes_run(8192, none, batch_size) == 4);           // no copy in 4: stops
+    CHECK(probes_run(8192, some, batch_size) == 7);           // 21 events after 7
+    CHECK(probes_run(32768, every_token, batch_size) == 2);   // 11, then 22 events
+    CHECK(probes_run(131072, none, batch_size) == 1);
+    CHECK(probes_run(131072, some, batch_size) == 7);
+    CHECK(probes_run(131072, late, batch_size) == 1);         // the first haystack gave none
+  }
 }

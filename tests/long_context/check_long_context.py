@@ -8,6 +8,10 @@
   * retrieval: the copying model's induction head scores 1.0 on 440 copy events (copy accuracy 1.0
     at every depth) and is labelled retrieval, its duplicate-token head scores 0; the model that
     never copies has no copy event, retrieval null and a note saying why;
+  * the needle-in-a-haystack grid: its cells add up to the overall counts, each head's hits over
+    the copy events are its retrieval score; --needle-lengths gives a row per length, the same
+    whatever the batch size, and lengths past max_length, below a probe's size or not numbers are
+    refused with exit 2;
   * the KV-cache plan: per head full or streaming by the labels, kv_plan/full_attention_heads.tsv
     and config.json as DuoAttention's load_attn_pattern reads them, the memory saved, and with
     --ablation its loss_delta against a recomputation with the streaming head masked before the
@@ -131,6 +135,33 @@ def kv_plan_loss_delta(module, items):
     return restricted - full
 
 
+def refused(headscan, model, corpus, out, message, *extra):
+    command = [headscan, model, corpus, "-o", out, "--force", "--parser", "none", "--no-html", "--no-plots", "-q", *extra]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 2 or message not in result.stderr:
+        sys.exit(f"FAIL: {' '.join(command)} exited {result.returncode}, expected 2 saying {message!r}\n{result.stderr}")
+
+
+def check_needle_grid(document, lengths):
+    """The grid's cells add up to the section's counts; each head's hits / copy events is its score."""
+    retrieval = document["retrieval"]
+    grid = retrieval["grid"]
+    assert retrieval["lengths"] == lengths, retrieval["lengths"]
+    assert sum(map(sum, grid["probes"])) == retrieval["probes"] == 40 * len(lengths), grid
+    assert sum(map(sum, grid["copy_events"])) == retrieval["copy_events"], grid
+    assert sum(map(sum, grid["candidates"])) == retrieval["candidates"], grid
+    for depth, accuracy in enumerate(retrieval["copy_accuracy"]):
+        events = sum(row[depth] for row in grid["copy_events"])
+        close(accuracy, events / sum(row[depth] for row in grid["candidates"]), f"copy accuracy at depth {depth}", 1e-12)
+    hits = retrieval["head_hits"]
+    for index, head in enumerate(document["heads"]):  # rows of head_hits: the attention layers, in order
+        cells = hits[index // len(hits[0])][head["head"]]
+        assert len(cells) == len(lengths) and all(len(row) == 5 for row in cells), cells
+        assert all(0 <= h <= e for row, events in zip(cells, grid["copy_events"]) for h, e in zip(row, events)), cells
+        close(head["scores"]["retrieval"], sum(map(sum, cells)) / retrieval["copy_events"],
+              f"retrieval of head {head['head']} from its grid", 1e-6)
+
+
 def close(a, b, what, tolerance=1e-5):
     if a is None or b is None or abs(a - b) > tolerance:
         sys.exit(f"FAIL {what}: headscan {a}, reference {b}")
@@ -156,6 +187,16 @@ def main(argv):
     close(scores[0]["retrieval"], 1.0, "retrieval of the induction head")
     close(scores[1]["retrieval"], 0.0, "retrieval of the duplicate-token head")
     assert "retrieval" in labels(copy, 0) and "retrieval" not in labels(copy, 1), copy["heads"]
+    check_needle_grid(copy, [module.CAUSAL_MAX_LEN])
+    lengths = [run(headscan, os.path.join(work, "needle_copy.pt"), corpus, os.path.join(work, f"needle_lengths_{b}"),
+                   "--needle-lengths", "96,64", "--batch-size", str(b)) for b in (1, 3)]
+    check_needle_grid(lengths[0], [64, 96])
+    assert lengths[0]["retrieval"] == lengths[1]["retrieval"], "the needle probes depend on the batch size"
+    for value, message in [("256", "256 is longer than the run's max_length 128"),
+                           ("36", "36 is shorter than a needle probe can be"),
+                           ("64,x", "expected the needle probes' lengths in tokens")]:
+        refused(headscan, os.path.join(work, "needle_copy.pt"), corpus, os.path.join(work, "needle_refused"),
+                message, "--needle-lengths", value)
     causal_model = module.NeedleModel(copy=True).eval()
     expected = streaming_reference(module, causal_model, windows(module, corpus, module.CAUSAL_MAX_LEN - 1,
                                                                  [module.VOCAB["<s>"]], []))

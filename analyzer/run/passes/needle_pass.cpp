@@ -104,9 +104,8 @@ class NeedlePass : public Pass {
  private:
   std::int64_t batch_index_ = 0;
 
-  // One (length, depth) cell: its haystacks in order, in batches, until needle_cell_done. A batch
-  // takes no more haystacks than the cell must run before it may stop, so the probes run do not
-  // depend on the batch size. Returns the cell's retrieval statistics.
+  // One (length, depth) cell: its haystacks in order, in batches (needle_cell_batch), until
+  // needle_cell_done. Returns the cell's retrieval statistics.
   nlohmann::json run_cell(RunState& state, const NeedleSet& set, int depth, NeedleCell& cell) {
     ClassifierSet classifiers([] {
       std::vector<std::unique_ptr<HeadClassifier>> retrieval;
@@ -114,10 +113,8 @@ class NeedlePass : public Pass {
       return retrieval;
     }());
     classifiers.begin(state.shape, state.thresholds);
-    const int batch_size = static_cast<int>(std::clamp<std::int64_t>(state.options.batch_size, 1, kHaystacks));
-    const int must_run = needle_cell_minimum(set.length);
     while (!needle_cell_done(set.length, cell.probes, cell.events)) {
-      const int take = std::min({batch_size, std::max(must_run - cell.probes, 1), kHaystacks - cell.probes});
+      const int take = needle_cell_batch(set.length, cell.probes, state.options.batch_size);
       std::vector<Sequence> batch;
       std::vector<const NeedleProbe*> probes;
       for (int haystack = cell.probes; haystack < cell.probes + take; ++haystack) {

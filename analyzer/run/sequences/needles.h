@@ -7,17 +7,13 @@
 // At final-needle token k (k ≥ 1, 1-based) the model can copy token k + 1 from the inserted needle:
 // where its top prediction is that token, the query is a copy event, and a head hits when its
 // argmax key is the inserted needle's token k + 1.
-//
-// Cost plan: a (length, depth) cell runs its haystacks in order until it has run at least
-// ⌈kNeedleCellTokens / length⌉ of them (all kHaystacks up to 4096 tokens) and either holds
-// kNeedleCellEvents copy events or holds none; at most kHaystacks. The decision depends only on
-// the probes run, so the same seed gives the same probes whatever the batch size.
+// The lengths and the cost plan: needle_plan.h.
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "analyzer/run/sequences/needle_plan.h"
 #include "analyzer/run/sequences/sequences.h"
 #include "analyzer/tokenizers/tokenizer.h"
 
@@ -26,34 +22,6 @@ class Tensor;
 }
 
 namespace headscan {
-
-constexpr std::int64_t kNeedleLength = 12;
-constexpr int kHaystacks = 8;
-constexpr std::array<double, 5> kNeedleDepths = {0.1, 0.3, 0.5, 0.7, 0.9};
-// The shortest probe: BOS, a haystack as long as a needle, and the two needles.
-constexpr std::int64_t kShortestNeedleProbe = 1 + 3 * kNeedleLength;
-// The default lengths double from here up to max_length (default_needle_lengths).
-constexpr std::int64_t kFirstNeedleLength = 4096;
-// Tokens of probes a (length, depth) cell runs before it may stop: all kHaystacks haystacks up to
-// kFirstNeedleLength tokens, so that a run of max_length ≤ 4096 runs today's 40 probes.
-constexpr std::int64_t kNeedleCellTokens = kHaystacks * kFirstNeedleLength;
-// Copy events after which a cell stops: as many as a retrieval score needs (kMinimumCopyEvents).
-constexpr std::int64_t kNeedleCellEvents = 20;
-
-// The probe lengths of a run without --needle-lengths: 4096, 8192, … doubling while below
-// max_length, then max_length itself; just max_length when it is at most 4096.
-std::vector<std::int64_t> default_needle_lengths(std::int64_t max_length);
-
-// Checks --needle-lengths (sorted, distinct) against the run's max_length; throws InputError
-// saying which length is out of range and what to do: above max_length (the model's positions
-// when max_length is headscan.json's), or below kShortestNeedleProbe.
-void check_needle_lengths(const std::vector<std::int64_t>& lengths, std::int64_t max_length);
-
-// The haystacks a (length, depth) cell runs at least, before it may stop (1 to kHaystacks).
-int needle_cell_minimum(std::int64_t length);
-// Whether a cell of probes `length` tokens long that has run `probes` haystacks with `events` copy
-// events in all is done (the cost plan above).
-bool needle_cell_done(std::int64_t length, int probes, std::int64_t events);
 
 struct NeedleProbe {
   int haystack = 0;
