@@ -3,8 +3,9 @@
 // counts) over the attention of every layer and head, batch by batch, and turns them into scores
 // and labels at the end. Statistics merge, so shards of a corpus can be analysed separately.
 //
-// Shapes: attention is [B, H, T, T] float32 (query rows, key columns, rows sum to 1 over the
-// keys each query can see); per-batch context tensors are [B, T], on the attention's device.
+// Shapes: attention arrives in row blocks [B, H, Q, T] float32 (query rows first_row ..
+// first_row + Q − 1, all T key columns, rows sum to 1 over the keys each query can see;
+// heads/row_block.h); per-batch context tensors are [B, T], on the attention's device.
 // Statistics are tensor operations on that device; only per-head sums leave it.
 
 #include <cstdint>

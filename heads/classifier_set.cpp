@@ -8,6 +8,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/json_limits.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 
 namespace headscan {
 
@@ -41,6 +42,7 @@ void ClassifierSet::end_batch() {
 }
 
 void ClassifierSet::observe(int layer, const at::Tensor& attention, const BatchContext& context) {
+  row_block(attention, context);  // a row block [B, H, Q, T] within its T rows, or an error naming its sizes
   BatchContext shared = context;
   shared.rows = rows_.get();
   shared.sums = sums_.get();

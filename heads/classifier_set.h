@@ -35,8 +35,9 @@ class ClassifierSet {
   void end_batch();
   // Where the current batch's sums wait; a run adds its own checks of the batch here too.
   DeviceSums& pending_sums() { return *sums_; }
-  // One layer's attention of the current batch, [B, H, T, T]: each classifier that reads
-  // context.source sees it, with the layer's row summary computed at most once.
+  // One row block of a layer's attention of the current batch, [B, H, Q, T] from row
+  // context.first_row (heads/row_block.h): each classifier that reads context.source sees it, with
+  // the block's row summary computed at most once.
   void observe(int layer, const at::Tensor& attention, const BatchContext& context);
 
   // Whether any classifier needs dependency arcs.

@@ -3,6 +3,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 #include "heads/row_summary.h"
 
 namespace headscan {
@@ -14,7 +15,8 @@ class ConfidenceClassifier : public MeanScoreClassifier {
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     RowSummary local;
-    means_.add(layer, row_summary(layer, attention, context, local).max, context.queries, context.sums);
+    means_.add(layer, row_summary(layer, attention, context, local).max,
+               block_rows(context.queries, row_block(attention, context)), context.sums);
   }
 };
 

@@ -22,7 +22,9 @@ class DuplicateTokenClassifier : public TargetAttentionClassifier {
             LabelRule{}, BatchSource::probe) {}
 
  protected:
-  at::Tensor targets(const BatchContext& context) const override { return earlier_occurrences(context); }
+  at::Tensor targets(const BatchContext& context, std::int64_t first_row, std::int64_t rows) const override {
+    return earlier_occurrences(context, first_row, rows);
+  }
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 #include "heads/row_summary.h"
 #include "heads/statistic_limits.h"
 
@@ -21,17 +22,18 @@ class EntropyClassifier : public MeanScoreClassifier {
                                                   /*primary_rank=*/12}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    const std::int64_t length = attention.size(-1);
-    at::Tensor visible;  // [B, T]: n_i
+    const RowBlock block = row_block(attention, context);
+    at::Tensor visible;  // [B, Q]: n_i of the block's queries i
     if (context.causal) {
-      visible = torch::arange(1, length + 1, attention.options()).expand({attention.size(0), length});
+      visible = torch::arange(block.first + 1, block.end() + 1, attention.options()).expand({attention.size(0), block.rows});
     } else {
-      visible = context.valid.sum(/*dim=*/1, /*keepdim=*/true, attention.scalar_type()).expand({-1, length});
+      visible = context.valid.sum(/*dim=*/1, /*keepdim=*/true, attention.scalar_type()).expand({-1, block.rows});
     }
     RowSummary local;
-    const at::Tensor& entropy = row_summary(layer, attention, context, local).entropy;  // [B, H, T]
+    const at::Tensor& entropy = row_summary(layer, attention, context, local).entropy;  // [B, H, Q]
     const at::Tensor normalizer = visible.clamp_min(2).log().unsqueeze(1);
-    means_.add(layer, entropy / normalizer, context.queries & (visible >= 2), context.sums, kMaxNormalizedEntropy);
+    means_.add(layer, entropy / normalizer, block_rows(context.queries, block) & (visible >= 2), context.sums,
+               kMaxNormalizedEntropy);
   }
 };
 

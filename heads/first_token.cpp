@@ -1,8 +1,11 @@
 // first_token: mean A[i, 0] over content queries i >= 1 (Clark et al. 2019; attention sinks).
+#include <algorithm>
+
 #include <torch/torch.h>
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 
 namespace headscan {
 namespace {
@@ -18,8 +21,12 @@ class FirstTokenClassifier : public MeanScoreClassifier {
                                                        /*primary_rank=*/10}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    if (attention.size(-1) < 2) return;
-    means_.add(layer, attention.select(/*dim=*/-1, 0).slice(/*dim=*/-1, 1), context.queries.slice(1, 1), context.sums);
+    // A[i, 0] for the block's queries i ≥ 1.
+    const RowBlock block = row_block(attention, context);
+    const std::int64_t from = std::max<std::int64_t>(block.first, 1);
+    if (from >= block.end()) return;
+    means_.add(layer, positions(attention.select(/*dim=*/-1, 0), from - block.first, block.rows),
+               positions(context.queries, from, block.end()), context.sums);
   }
 };
 

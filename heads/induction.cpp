@@ -23,8 +23,8 @@ class InductionClassifier : public TargetAttentionClassifier {
             LabelRule{}, BatchSource::probe) {}
 
  protected:
-  at::Tensor targets(const BatchContext& context) const override {
-    return induction_targets(earlier_occurrences(context));
+  at::Tensor targets(const BatchContext& context, std::int64_t first_row, std::int64_t rows) const override {
+    return induction_targets(earlier_occurrences(context, first_row, rows), first_row);
   }
 };
 

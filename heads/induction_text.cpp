@@ -14,8 +14,8 @@ class InductionTextClassifier : public TargetAttentionClassifier {
                        "corpus: mean weight on the token after earlier occurrences of the query's token"}}}) {}
 
  protected:
-  at::Tensor targets(const BatchContext& context) const override {
-    return induction_targets(earlier_occurrences(context));
+  at::Tensor targets(const BatchContext& context, std::int64_t first_row, std::int64_t rows) const override {
+    return induction_targets(earlier_occurrences(context, first_row, rows), first_row);
   }
 };
 

@@ -3,6 +3,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 #include "heads/row_summary.h"
 
 namespace headscan {
@@ -15,7 +16,8 @@ class MeanDistanceClassifier : public MeanScoreClassifier {
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     RowSummary local;
     // A distance within a window of T tokens is at most T - 1.
-    means_.add(layer, row_summary(layer, attention, context, local).distance, context.queries, context.sums,
+    means_.add(layer, row_summary(layer, attention, context, local).distance,
+               block_rows(context.queries, row_block(attention, context)), context.sums,
                static_cast<double>(attention.size(-1) - 1));
   }
 };

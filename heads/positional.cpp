@@ -10,6 +10,7 @@
 
 #include "heads/head_means.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 #include "heads/row_summary.h"
 #include "heads/saved_statistics.h"
 
@@ -36,19 +37,22 @@ class PositionalClassifier : public HeadClassifier {
   }
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    const std::int64_t length = attention.size(-1);
+    const RowBlock block = row_block(attention, context);
     RowSummary local;
-    const at::Tensor& argmax = row_summary(layer, attention, context, local).argmax;  // [B, H, T]
+    const at::Tensor& argmax = row_summary(layer, attention, context, local).argmax;  // [B, H, Q]
     for (size_t k = 0; k < kOffsets.size(); ++k) {
       const int d = kOffsets[k];
-      if (length <= std::abs(d)) continue;
-      // Queries i in [first, last) have a key i + d inside the sequence (a suffix token counts as a key).
-      const std::int64_t first = std::max(0, -d);
-      const std::int64_t last = length - std::max(0, d);
-      const at::Tensor counted = context.queries.slice(1, first, last) & context.valid.slice(1, first + d, last + d);
-      weights_[k].add(layer, attention.diagonal(/*offset=*/d, /*dim1=*/-2, /*dim2=*/-1), counted, context.sums);
-      const at::Tensor targets = torch::arange(first + d, last + d, argmax.options());
-      argmax_hits_[k].add(layer, (argmax.slice(-1, first, last) == targets).to(at::kFloat), counted, context.sums);
+      // The block's queries i in [from, to) have a key i + d inside the sequence (a suffix token counts
+      // as a key).
+      const OffsetWeights at_offset = weights_at_offset(attention, block, d);
+      if (at_offset.empty()) continue;
+      const std::int64_t from = at_offset.from;
+      const std::int64_t to = at_offset.to;
+      const at::Tensor counted = positions(context.queries, from, to) & positions(context.valid, from + d, to + d);
+      weights_[k].add(layer, at_offset.weights, counted, context.sums);
+      const at::Tensor targets = torch::arange(from + d, to + d, argmax.options());
+      const at::Tensor hits = positions(argmax, from - block.first, to - block.first) == targets;
+      argmax_hits_[k].add(layer, hits.to(at::kFloat), counted, context.sums);
     }
   }
 

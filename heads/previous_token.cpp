@@ -3,6 +3,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 
 namespace headscan {
 namespace {
@@ -19,9 +20,10 @@ class PreviousTokenClassifier : public MeanScoreClassifier {
                                      /*primary_rank=*/4}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    if (attention.size(-1) < 2) return;
-    // diagonal(-1) holds A[i, i-1] for i = 1 .. T-1.
-    means_.add(layer, attention.diagonal(/*offset=*/-1, /*dim1=*/-2, /*dim2=*/-1), context.queries.slice(1, 1), context.sums);
+    // A[i, i-1] for the block's queries i ≥ 1.
+    const OffsetWeights previous = weights_at_offset(attention, row_block(attention, context), /*offset=*/-1);
+    if (previous.empty()) return;
+    means_.add(layer, previous.weights, positions(context.queries, previous.from, previous.to), context.sums);
   }
 };
 

@@ -9,6 +9,7 @@
 
 #include "heads/baselined_score.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 #include "heads/row_summary.h"
 
 namespace headscan {
@@ -42,12 +43,13 @@ class RareWordClassifier : public BaselinedScoreClassifier {
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (context.batch_index != cached_batch_) prepare(context);
+    const RowBlock block = row_block(attention, context);
     RowSummary local;
-    const at::Tensor& argmax = row_summary(layer, attention, context, local).argmax;  // [B, H, T]
-    const at::Tensor idf = context.idf.unsqueeze(1).expand({-1, attention.size(1), -1});
+    const at::Tensor& argmax = row_summary(layer, attention, context, local).argmax;  // [B, H, Q]: key positions
+    const at::Tensor idf = context.idf.unsqueeze(1).expand({-1, attention.size(1), -1});  // [B, H, T]
     const at::Tensor attended_idf = idf.gather(/*dim=*/2, argmax);
-    const at::Tensor hit = (attended_idf == best_idf_.unsqueeze(1)) & attended_idf.isfinite();
-    means_.add(layer, hit.to(attention.scalar_type()), counted_, context.sums);
+    const at::Tensor hit = (attended_idf == block_rows(best_idf_, block).unsqueeze(1)) & attended_idf.isfinite();
+    means_.add(layer, hit.to(attention.scalar_type()), block_rows(counted_, block), context.sums);
   }
 
  private:

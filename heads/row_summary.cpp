@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "heads/classifier.h"
+#include "heads/row_block.h"
 
 // Compiled for several instruction sets, picked at load time (GCC/Clang function multiversioning).
 #if defined(__x86_64__) && defined(__has_attribute)
@@ -71,13 +72,14 @@ struct RowOutputs {
   float* distance;
 };
 
-// Rows [first, last) of `data` ([rows, length] row-major); row r is query r % length.
+// Rows [first, last) of `data` ([rows, length] row-major, maps of `block_rows` rows each from query
+// `first_row`); row r is query first_row + r % block_rows.
 HEADSCAN_VECTOR_CLONES
-void summarize_range(const float* data, std::int64_t length, std::int64_t first, std::int64_t last, bool causal,
-                     RowOutputs out) {
+void summarize_range(const float* data, std::int64_t block_rows, std::int64_t length, std::int64_t first_row,
+                     std::int64_t first, std::int64_t last, bool causal, RowOutputs out) {
   for (std::int64_t row = first; row < last; ++row) {
     const float* weights = data + row * length;
-    const std::int64_t query = row % length;
+    const std::int64_t query = first_row + row % block_rows;
     const int keys = static_cast<int>(causal ? query + 1 : length);  // int: converts to float in SIMD
     const float position = static_cast<float>(query);
     float largest = -std::numeric_limits<float>::infinity();
@@ -102,16 +104,16 @@ void summarize_range(const float* data, std::int64_t length, std::int64_t first,
 
 }  // namespace
 
-RowSummary summarize_rows_by_tensor_ops(const at::Tensor& attention, bool causal) {
-  TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
-  TORCH_CHECK(attention.size(2) == attention.size(3), "attention must be [B,H,T,T], got ", attention.sizes());
-  const std::int64_t length = attention.size(3);
-  // A causal query does not see keys j > i: their weights are set to 0, which no statistic counts
-  // (0 log 0 = 0, 0 |i - j| = 0), and which the largest weight and its first key never come from:
-  // attention is not negative, and key 0 <= i holds 0 too when every visible weight is 0.
-  const at::Tensor weights = causal ? attention.to(torch::kFloat).tril() : attention.to(torch::kFloat);
-  const at::Tensor position = torch::arange(length, weights.options());
-  const at::Tensor distances = (position.unsqueeze(1) - position.unsqueeze(0)).abs();  // [T, T]: |i - j|
+RowSummary summarize_rows_by_tensor_ops(const at::Tensor& attention, bool causal, std::int64_t first_row) {
+  const RowBlock block = row_block(attention, first_row);
+  // A causal query i = first_row + q does not see keys j > i: their weights are set to 0, which no
+  // statistic counts (0 log 0 = 0, 0 |i - j| = 0), and which the largest weight and its first key
+  // never come from: attention is not negative, and key 0 <= i holds 0 too when every visible
+  // weight is 0.
+  const at::Tensor weights = causal ? attention.to(torch::kFloat).tril(/*diagonal=*/first_row) : attention.to(torch::kFloat);
+  const at::Tensor query = torch::arange(block.first, block.end(), weights.options());
+  const at::Tensor key = torch::arange(block.length, weights.options());
+  const at::Tensor distances = (query.unsqueeze(1) - key.unsqueeze(0)).abs();  // [Q, T]: |i - j|
   RowSummary summary;
   summary.entropy = at::special_entr(weights).sum(-1);  // entr(x) = -x log x, entr(0) = 0
   std::tie(summary.max, summary.argmax) = weights.max(/*dim=*/-1);  // the first key of the largest weight
@@ -119,16 +121,18 @@ RowSummary summarize_rows_by_tensor_ops(const at::Tensor& attention, bool causal
   return summary;
 }
 
-RowSummary summarize_rows_in_chunks(const at::Tensor& attention, bool causal, std::int64_t chunk_elements) {
-  TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
-  const std::int64_t length = attention.size(3);
+RowSummary summarize_rows_in_chunks(const at::Tensor& attention, bool causal, std::int64_t chunk_elements,
+                                    std::int64_t first_row) {
+  const RowBlock block = row_block(attention, first_row);
   const std::int64_t maps = attention.size(0) * attention.size(1);
-  const std::int64_t per_chunk = std::max<std::int64_t>(1, chunk_elements / std::max<std::int64_t>(1, length * length));
-  if (per_chunk >= maps) return summarize_rows_by_tensor_ops(attention, causal);
-  const at::Tensor flat = attention.reshape({1, maps, length, length});
+  const std::int64_t per_chunk =
+      std::max<std::int64_t>(1, chunk_elements / std::max<std::int64_t>(1, block.rows * block.length));
+  if (per_chunk >= maps) return summarize_rows_by_tensor_ops(attention, causal, first_row);
+  const at::Tensor flat = attention.reshape({1, maps, block.rows, block.length});
   std::vector<at::Tensor> entropy, max, argmax, distance;
   for (std::int64_t first = 0; first < maps; first += per_chunk) {
-    RowSummary part = summarize_rows_by_tensor_ops(flat.narrow(1, first, std::min(per_chunk, maps - first)), causal);
+    RowSummary part =
+        summarize_rows_by_tensor_ops(flat.narrow(1, first, std::min(per_chunk, maps - first)), causal, first_row);
     entropy.push_back(std::move(part.entropy));
     max.push_back(std::move(part.max));
     argmax.push_back(std::move(part.argmax));
@@ -139,10 +143,9 @@ RowSummary summarize_rows_in_chunks(const at::Tensor& attention, bool causal, st
                     torch::cat(argmax, 1).view(shape), torch::cat(distance, 1).view(shape)};
 }
 
-RowSummary summarize_rows(const at::Tensor& attention, bool causal) {
-  if (!attention.device().is_cpu()) return summarize_rows_in_chunks(attention, causal, kSummaryChunkElements);
-  TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
-  TORCH_CHECK(attention.size(2) == attention.size(3), "attention must be [B,H,T,T], got ", attention.sizes());
+RowSummary summarize_rows(const at::Tensor& attention, bool causal, std::int64_t first_row) {
+  if (!attention.device().is_cpu()) return summarize_rows_in_chunks(attention, causal, kSummaryChunkElements, first_row);
+  const RowBlock block = row_block(attention, first_row);
   const at::Tensor weights = attention.to(torch::kFloat).contiguous();
   const std::int64_t length = weights.size(3);
   const std::int64_t rows = weights.numel() / std::max<std::int64_t>(1, length);
@@ -157,32 +160,34 @@ RowSummary summarize_rows(const at::Tensor& attention, bool causal) {
   const float* data = weights.data_ptr<float>();
   const std::int64_t grain = std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, length));
   at::parallel_for(0, rows, grain, [&](std::int64_t first, std::int64_t last) {
-    summarize_range(data, length, first, last, causal, out);
+    summarize_range(data, block.rows, length, first_row, first, last, causal, out);
   });
   return summary;
 }
 
-void RowSummaryCache::settle(int layer, const at::Tensor& attention) {
-  if (layer == layer_ && attention.data_ptr() == data_) return;
+void RowSummaryCache::settle(int layer, const at::Tensor& attention, std::int64_t first_row) {
+  // A block's memory may be the previous block's, freed and handed out again: the first row tells them apart.
+  if (layer == layer_ && attention.data_ptr() == data_ && first_row == first_row_) return;
   layer_ = layer;
   data_ = attention.data_ptr();
+  first_row_ = first_row;
   has_summary_ = false;
   summary_ = RowSummary();
   shared_.clear();
 }
 
-const RowSummary& RowSummaryCache::get(int layer, const at::Tensor& attention, bool causal) {
-  settle(layer, attention);
+const RowSummary& RowSummaryCache::get(int layer, const at::Tensor& attention, bool causal, std::int64_t first_row) {
+  settle(layer, attention, first_row);
   if (!has_summary_) {
-    summary_ = summarize_rows(attention, causal);
+    summary_ = summarize_rows(attention, causal, first_row);
     has_summary_ = true;
   }
   return summary_;
 }
 
-const at::Tensor& RowSummaryCache::shared(int layer, const at::Tensor& attention, const std::string& name,
-                                          const std::function<at::Tensor()>& compute) {
-  settle(layer, attention);
+const at::Tensor& RowSummaryCache::shared(int layer, const at::Tensor& attention, std::int64_t first_row,
+                                          const std::string& name, const std::function<at::Tensor()>& compute) {
+  settle(layer, attention, first_row);
   auto found = shared_.find(name);
   if (found == shared_.end()) found = shared_.emplace(name, compute()).first;
   return found->second;
@@ -190,8 +195,8 @@ const at::Tensor& RowSummaryCache::shared(int layer, const at::Tensor& attention
 
 const RowSummary& row_summary(int layer, const at::Tensor& attention, const BatchContext& context,
                               RowSummary& local) {
-  if (context.rows != nullptr) return context.rows->get(layer, attention, context.causal);
-  local = summarize_rows(attention, context.causal);
+  if (context.rows != nullptr) return context.rows->get(layer, attention, context.causal, context.first_row);
+  local = summarize_rows(attention, context.causal, context.first_row);
   return local;
 }
 

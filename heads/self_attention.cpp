@@ -3,6 +3,7 @@
 
 #include "heads/mean_score.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 
 namespace headscan {
 namespace {
@@ -12,7 +13,9 @@ class SelfAttentionClassifier : public MeanScoreClassifier {
   SelfAttentionClassifier() : MeanScoreClassifier(HeadType{{{"self", "mean A[i,i]"}}}) {}
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    means_.add(layer, attention.diagonal(/*offset=*/0, /*dim1=*/-2, /*dim2=*/-1), context.queries, context.sums);
+    const OffsetWeights self = weights_at_offset(attention, row_block(attention, context), /*offset=*/0);
+    if (self.empty()) return;
+    means_.add(layer, self.weights, positions(context.queries, self.from, self.to), context.sums);
   }
 };
 

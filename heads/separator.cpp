@@ -4,10 +4,13 @@
 // its chance level, the mean over the same queries of the share of visible keys of that kind.
 // Labelled when the score > the threshold and ≥ chance + the margin, as rare-word is. Clark et al.
 // 2019 ("What Does BERT Look At?") found heads of both kinds.
+#include <algorithm>
+
 #include <torch/torch.h>
 
 #include "heads/baselined_score.h"
 #include "heads/registry.h"
+#include "heads/row_block.h"
 #include "heads/row_summary.h"
 
 namespace headscan {
@@ -50,13 +53,12 @@ at::Tensor key_kinds(const BatchContext& context) {
   return at::stack({separators, punctuation}, /*dim=*/-1);
 }
 
-// [B, H, T, 2]: each row's weight on the keys of each kind (keys it cannot see hold 0): one product
-// [B, H, T, T] · [B, 1, T, 2] reads the attention once for both, shared through the row cache; no
-// product at all when the batch has no key of either kind.
-at::Tensor key_kind_mass(const at::Tensor& attention, const BatchContext& context) {
-  const at::Tensor kinds = key_kinds(context);
+// [B, H, Q, 2]: each row's weight on the keys of each kind (keys it cannot see hold 0): one product
+// [B, H, Q, T] · [B, 1, T, 2] reads the block once for both, shared through the row cache; no
+// product at all when the batch has no key of either kind (`kinds` undefined).
+at::Tensor key_kind_mass(const at::Tensor& attention, const at::Tensor& kinds) {
   const auto sizes = attention.sizes();
-  if (!kinds.any().item<bool>()) return at::zeros({sizes[0], sizes[1], sizes[2], 2}, attention.options());
+  if (!kinds.defined()) return at::zeros({sizes[0], sizes[1], sizes[2], 2}, attention.options());
   return at::matmul(attention, kinds.to(attention.scalar_type()).unsqueeze(1));
 }
 
@@ -70,38 +72,42 @@ class KeyKindClassifier : public BaselinedScoreClassifier {
   }
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
-    if (attention.size(-1) < 2) return;
+    const RowBlock block = row_block(attention, context);
+    const std::int64_t from = std::max<std::int64_t>(block.first, 1);  // content queries i ≥ 1
+    if (from >= block.end()) return;
     if (context.batch_index != cached_batch_) prepare(context);
-    auto compute = [&] { return key_kind_mass(attention, context); };
+    auto compute = [&] { return key_kind_mass(attention, kinds_); };
     at::Tensor local;
-    const at::Tensor& mass = context.rows != nullptr ? context.rows->shared(layer, attention, "key_kind_mass", compute)
-                                                     : (local = compute());
+    const at::Tensor& mass = context.rows != nullptr
+                                 ? context.rows->shared(layer, attention, block.first, "key_kind_mass", compute)
+                                 : (local = compute());
     const int column = kind_ == KeyKind::separator ? 0 : 1;
-    means_.add(layer, mass.select(/*dim=*/-1, column).slice(/*dim=*/-1, 1), counted_, context.sums);
+    means_.add(layer, positions(mass.select(/*dim=*/-1, column), from - block.first, block.rows),
+               positions(context.queries, from, block.end()), context.sums);
   }
 
  private:
-  // Once per batch: the keys of the kind, the content queries, and their chance level.
+  // Once per batch: the keys of both kinds, and the chance level of this one over the content queries.
   void prepare(const BatchContext& context) {
     cached_batch_ = context.batch_index;
     const at::Tensor& valid = context.valid;  // [B, T]
-    keys_ = key_kinds(context).select(/*dim=*/-1, kind_ == KeyKind::separator ? 0 : 1);
-    counted_ = context.queries.slice(/*dim=*/1, 1);
+    const at::Tensor kinds = key_kinds(context);
+    kinds_ = kinds.any().item<bool>() ? kinds : at::Tensor();  // one wait for the device per batch
+    const at::Tensor keys = kinds.select(/*dim=*/-1, kind_ == KeyKind::separator ? 0 : 1);  // [B, T] bool
     at::Tensor share;  // [B, T]: the share of each query's visible keys that are of the kind
     if (context.causal) {
-      share = keys_.to(at::kDouble).cumsum(/*dim=*/1) / valid.to(at::kDouble).cumsum(/*dim=*/1).clamp_min(1);
+      share = keys.to(at::kDouble).cumsum(/*dim=*/1) / valid.to(at::kDouble).cumsum(/*dim=*/1).clamp_min(1);
     } else {
-      share = (keys_.sum(/*dim=*/1, /*keepdim=*/true).to(at::kDouble) /
+      share = (keys.sum(/*dim=*/1, /*keepdim=*/true).to(at::kDouble) /
                valid.sum(/*dim=*/1, /*keepdim=*/true).to(at::kDouble).clamp_min(1))
                   .expand_as(valid);
     }
-    baseline_.add(share.slice(/*dim=*/1, 1), counted_, context.sums);
+    baseline_.add(share.slice(/*dim=*/1, 1), context.queries.slice(/*dim=*/1, 1), context.sums);
   }
 
   KeyKind kind_;
   std::int64_t cached_batch_ = -1;
-  at::Tensor keys_;     // [B, T] bool: keys of the kind
-  at::Tensor counted_;  // [B, T - 1] bool: content queries i ≥ 1
+  at::Tensor kinds_;  // [B, T, 2] bool: key_kinds(); undefined when the batch has no key of either kind
 };
 
 }  // namespace

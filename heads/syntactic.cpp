@@ -18,36 +18,82 @@
 #include "heads/device_sums.h"
 #include "heads/registry.h"
 #include "heads/relation_accuracy.h"
+#include "heads/row_block.h"
 #include "heads/row_summary.h"
 #include "heads/saved_statistics.h"
 #include "analyzer/corpus/sequence_words.h"
 
 namespace headscan {
 
-at::Tensor predicted_words(const at::Tensor& attention, const at::Tensor& token_word, std::int64_t words,
-                           const at::Tensor& word_counts) {
-  TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,T,T], got ", attention.sizes());
-  TORCH_CHECK(token_word.dim() == 2 && token_word.size(0) == attention.size(0) && token_word.size(1) == attention.size(2),
-              "token_word must be [B,T] for attention ", attention.sizes(), ", got ", token_word.sizes());
-  TORCH_CHECK(word_counts.dim() == 1 && word_counts.size(0) == attention.size(0),
-              "word_counts must be [B] for attention ", attention.sizes(), ", got ", word_counts.sizes());
-  const std::int64_t batch = attention.size(0);
-  // [B, 1, T, W]: token t belongs to word w (tokens of no word hold `words`, in no column).
+namespace {
+
+// [B, 1, T, W]: token t belongs to word w (tokens of no word hold `words`, in no column).
+at::Tensor word_membership(const at::Tensor& token_word, std::int64_t words, c10::ScalarType type) {
   const at::Tensor column = torch::arange(words, token_word.options());
-  const at::Tensor membership = token_word.unsqueeze(-1).eq(column).to(attention.scalar_type()).unsqueeze(1);
+  return token_word.unsqueeze(-1).eq(column).to(type).unsqueeze(1);
+}
+
+// The word attention of a few heads' block [B, h, Q, T] from row first_row: [B, h, W, W].
+at::Tensor word_attention_of(const at::Tensor& block, const at::Tensor& membership, std::int64_t first_row) {
+  const at::Tensor to_words = torch::matmul(block, membership);  // [B, h, Q, W]: sums over a word's columns
+  // Sums over the block's rows of a word: the mean's divisor is the same along a row, so the argmax is too.
+  const at::Tensor rows = membership.narrow(/*dim=*/2, first_row, block.size(2));  // [B, 1, Q, W]
+  return torch::matmul(rows.transpose(-2, -1), to_words);                          // [B, h, W, W]
+}
+
+// Heads per chunk of a block [B, H, Q, T] whose [B, h, Q, W] products stay near kSummaryChunkElements.
+std::int64_t heads_per_chunk(const at::Tensor& attention, std::int64_t words) {
+  const std::int64_t per_head = std::max<std::int64_t>(1, attention.size(0) * attention.size(2) * words);
+  return std::max<std::int64_t>(1, kSummaryChunkElements / per_head);
+}
+
+void check_word_inputs(const at::Tensor& attention, const at::Tensor& token_word) {
+  TORCH_CHECK(attention.dim() == 4, "attention must be [B,H,Q,T], got ", attention.sizes());
+  TORCH_CHECK(token_word.dim() == 2 && token_word.size(0) == attention.size(0) && token_word.size(1) == attention.size(3),
+              "token_word must be [B,T] for attention ", attention.sizes(), ", got ", token_word.sizes());
+}
+
+}  // namespace
+
+at::Tensor most_attended_words(const at::Tensor& word_attention, const at::Tensor& word_counts) {
+  TORCH_CHECK(word_attention.dim() == 4 && word_attention.size(2) == word_attention.size(3),
+              "word attention must be [B,H,W,W], got ", word_attention.sizes());
+  TORCH_CHECK(word_counts.dim() == 1 && word_counts.size(0) == word_attention.size(0),
+              "word_counts must be [B] for word attention ", word_attention.sizes(), ", got ", word_counts.sizes());
+  const std::int64_t batch = word_attention.size(0);
+  const std::int64_t words = word_attention.size(3);
+  const at::Tensor column = torch::arange(words, word_counts.options());
   const at::Tensor excluded = (column.view({1, 1, 1, words}) >= word_counts.view({batch, 1, 1, 1})) |
                               (column.view({1, 1, words, 1}) == column.view({1, 1, 1, words}));
+  return word_attention.masked_fill(excluded, -std::numeric_limits<float>::infinity()).argmax(-1);
+}
+
+at::Tensor word_attention(const at::Tensor& attention, const at::Tensor& token_word, std::int64_t words,
+                          std::int64_t first_row) {
+  check_word_inputs(attention, token_word);
+  const RowBlock block = row_block(attention, first_row);
+  const at::Tensor membership = word_membership(token_word, words, attention.scalar_type());
+  const std::int64_t heads = attention.size(1);
+  const std::int64_t chunk = heads_per_chunk(attention, words);
+  std::vector<at::Tensor> parts;
+  for (std::int64_t first = 0; first < heads; first += chunk) {
+    parts.push_back(word_attention_of(attention.narrow(1, first, std::min(chunk, heads - first)), membership, block.first));
+  }
+  return parts.size() == 1 ? parts.front() : torch::cat(parts, /*dim=*/1);
+}
+
+at::Tensor predicted_words(const at::Tensor& attention, const at::Tensor& token_word, std::int64_t words,
+                           const at::Tensor& word_counts) {
+  check_word_inputs(attention, token_word);
+  TORCH_CHECK(attention.size(2) == attention.size(3), "attention must be [B,H,T,T], got ", attention.sizes());
+  const at::Tensor membership = word_membership(token_word, words, attention.scalar_type());
   // A few heads at a time: [B, h, T, W] is nearly the size of their attention.
   const std::int64_t heads = attention.size(1);
-  const std::int64_t per_head = std::max<std::int64_t>(1, batch * attention.size(2) * words);
-  const std::int64_t chunk = std::max<std::int64_t>(1, kSummaryChunkElements / per_head);
+  const std::int64_t chunk = heads_per_chunk(attention, words);
   std::vector<at::Tensor> predicted;
   for (std::int64_t first = 0; first < heads; first += chunk) {
     const at::Tensor slice = attention.narrow(1, first, std::min(chunk, heads - first));
-    const at::Tensor to_words = torch::matmul(slice, membership);  // [B, h, T, W]: sums over a word's columns
-    // Sums over a word's rows: the mean's divisor is the same along a row, so the argmax is too.
-    const at::Tensor word_attention = torch::matmul(membership.transpose(-2, -1), to_words);  // [B, h, W, W]
-    predicted.push_back(word_attention.masked_fill(excluded, -std::numeric_limits<float>::infinity()).argmax(-1));
+    predicted.push_back(most_attended_words(word_attention_of(slice, membership, /*first_row=*/0), word_counts));
   }
   return predicted.size() == 1 ? predicted.front() : torch::cat(predicted, /*dim=*/1);
 }
@@ -80,14 +126,36 @@ class SyntacticClassifier : public HeadClassifier {
   void begin(const ModelShape& shape) override {
     statistics_.begin(shape.layers, shape.heads);
     cached_batch_ = -1;
+    summed_ = at::Tensor();
+    summed_layer_ = -1;
   }
 
   void observe(int layer, const at::Tensor& attention, const BatchContext& context) override {
     if (context.source != BatchSource::corpus || context.words == nullptr) return;
-    if (context.batch_index != cached_batch_) prepare(context, attention);
+    const RowBlock block = row_block(attention, context);
+    if (context.batch_index != cached_batch_) prepare(context, block.length, attention.device());
     if (groups_.empty()) return;
     const std::int64_t heads = attention.size(1);
-    const at::Tensor predicted = predicted_words(attention, token_word_, words_, word_counts_);  // [B, H, W]
+    at::Tensor predicted;  // [B, H, W]
+    if (block.first == 0 && block.last()) {
+      predicted = predicted_words(attention, token_word_, words_, word_counts_);
+    } else {
+      // A query word's tokens may straddle blocks: its word attention is summed over the layer's
+      // blocks and scored after the last.
+      const at::Tensor part = word_attention(attention, token_word_, words_, block.first);
+      TORCH_CHECK(block.first == 0 || layer == summed_layer_, "row blocks of layer ", layer,
+                  " must start at row 0 and follow each other, got a block from row ", block.first);
+      if (block.first == 0) {
+        summed_ = part;
+      } else {
+        summed_.add_(part);
+      }
+      summed_layer_ = layer;
+      if (!block.last()) return;
+      predicted = most_attended_words(summed_, word_counts_);
+      summed_ = at::Tensor();
+      summed_layer_ = -1;
+    }
     // [A, H]: each arc's query word's prediction, per head, against the arc's target.
     const at::Tensor per_arc = predicted.permute({0, 2, 1}).reshape({-1, heads}).index_select(0, arc_query_);
     const at::Tensor right = per_arc.eq(arc_target_.unsqueeze(1)).to(at::kDouble);
@@ -131,10 +199,11 @@ class SyntacticClassifier : public HeadClassifier {
  private:
   // Once per batch: the token → word map and the arcs whose target the query sees, as tensors on
   // the attention's device; the arcs are counted into the head-independent support and offsets.
-  void prepare(const BatchContext& context, const at::Tensor& attention) {
+  void prepare(const BatchContext& context, std::int64_t length, const c10::Device& device) {
     cached_batch_ = context.batch_index;
     groups_.clear();
-    const std::int64_t length = attention.size(2);
+    summed_ = at::Tensor();
+    summed_layer_ = -1;
     const auto& sequences = *context.words;
     const auto batch = static_cast<std::int64_t>(sequences.size());
     words_ = 1;
@@ -170,7 +239,7 @@ class SyntacticClassifier : public HeadClassifier {
       }
     }
     const auto on_device = [&](const std::vector<std::int64_t>& values) {
-      return torch::tensor(values, torch::kInt64).to(attention.device());
+      return torch::tensor(values, torch::kInt64).to(device);
     };
     token_word_ = on_device(token_word).view({batch, length});
     word_counts_ = on_device(word_counts);
@@ -188,6 +257,8 @@ class SyntacticClassifier : public HeadClassifier {
   at::Tensor arc_query_;       // [A] int64: b * words_ + query word, of each arc seen from its query
   at::Tensor arc_target_;      // [A] int64: the target word
   at::Tensor arc_group_;       // [A] int64: index into groups_
+  at::Tensor summed_;          // [B, H, W, W]: word attention of the current layer's blocks so far
+  int summed_layer_ = -1;
 };
 }  // namespace
 

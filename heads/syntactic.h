@@ -21,4 +21,12 @@ struct SequenceWords;
 at::Tensor predicted_words(const at::Tensor& attention, const at::Tensor& token_word, std::int64_t words,
                            const at::Tensor& word_counts);
 
+// The same over row blocks (heads/row_block.h): word_attention() of each block [B, H, Q, T] from
+// row first_row, [B, H, words, words], the attention from the block's tokens of each word to each
+// word; summed over the blocks of a layer (a query word's tokens may lie in two blocks), they are
+// the whole attention's, and most_attended_words() of the sum is predicted_words().
+at::Tensor word_attention(const at::Tensor& attention, const at::Tensor& token_word, std::int64_t words,
+                          std::int64_t first_row);
+at::Tensor most_attended_words(const at::Tensor& word_attention, const at::Tensor& word_counts);
+
 }  // namespace headscan
