@@ -28,11 +28,12 @@ except ImportError:  # no wheel: the exporter of the source tree, without headsc
 _PROGRAMS = {}
 
 
-def tiny_llama(implementation):
+def tiny_llama(implementation, **fields):
     import transformers
 
     config = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                                      **fields)
     torch.manual_seed(0)
     return transformers.AutoModelForCausalLM.from_config(config, attn_implementation=implementation).eval()
 
@@ -113,7 +114,7 @@ def tiny_gemma2(softcapping):
     return transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
 
 
-def chosen_attention(model, requested="auto"):
+def chosen_attention(model, requested="auto", dtype=torch.float32):
     """attention.exact_attention on a padded batch of 65 and 60 tokens: (model, attention, why)."""
     ids = torch.arange(65).view(1, 65).repeat(2, 1) * 7 % 100
     mask = torch.ones_like(ids)
@@ -125,7 +126,7 @@ def chosen_attention(model, requested="auto"):
     def load_eager():
         raise AssertionError("a model transformers can switch is not loaded again")
 
-    return attention.exact_attention(model, requested, run, load_eager, torch.float32)
+    return attention.exact_attention(model, requested, run, load_eager, dtype)
 
 
 def test_sdpa_is_kept_where_it_computes_what_eager_attention_does():
@@ -135,6 +136,18 @@ def test_sdpa_is_kept_where_it_computes_what_eager_attention_does():
     assert model.config._attn_implementation == "sdpa"
     # Gemma 2 without soft-capping is SDPA's too.
     assert chosen_attention(tiny_gemma2(None))[1:] == ("sdpa", None)
+
+
+def test_bfloat16_is_compared_in_float32_and_restored_exactly():
+    model = tiny_llama("sdpa", initializer_range=0.5).to(torch.bfloat16)
+    before = {name: tensor.clone() for name, tensor in (*model.named_parameters(), *model.named_buffers())}
+    # In bfloat16 the two attentions' logits differ by their rounding, beyond the bfloat16 tolerance.
+    chosen, kind, why = chosen_attention(model, dtype=torch.bfloat16)
+    assert chosen is model and kind == "sdpa" and why is None
+    after = dict((*model.named_parameters(), *model.named_buffers()))
+    assert before.keys() == after.keys()
+    for name, tensor in before.items():
+        assert after[name].dtype == tensor.dtype and torch.equal(after[name], tensor), name
 
 
 def test_soft_capping_keeps_eager_attention():
