@@ -83,6 +83,19 @@ void set_run(nlohmann::ordered_json& document, const RunSummary& run) {
   }
   if (run.peak_device_memory >= 0) document["run"]["peak_device_memory_bytes"] = run.peak_device_memory;
   if (run.peak_host_memory >= 0) document["run"]["peak_host_memory_bytes"] = run.peak_host_memory;
+  if (run.attention) {
+    const AttentionRunSummary& attention = *run.attention;
+    nlohmann::ordered_json block = nullptr;
+    if (attention.block_rows > 0) {
+      block = {{"rows", attention.block_rows}, {"length", attention.block_length}, {"bytes", attention.block_bytes}};
+    }
+    document["run"]["attention"] = {
+        {"block_rows_requested", attention.requested_rows > 0 ? nlohmann::ordered_json(attention.requested_rows)
+                                                              : nlohmann::ordered_json("auto")},
+        {"blockwise_layers", attention.blockwise_layers},
+        {"materialised_layers", attention.materialised_layers},
+        {"largest_block", std::move(block)}};
+  }
   if (!run.phases.empty()) {
     nlohmann::ordered_json phases = nlohmann::ordered_json::object();
     for (const auto& [name, seconds] : run.phases) phases[name] = std::round(seconds * 1000) / 1000;

@@ -60,6 +60,17 @@ struct CorpusSummary {
   std::int64_t idf_documents = 0;
 };
 
+// How the run saw attention (heads.json run.attention): through headscan's op in row blocks, or
+// materialised whole by the model.
+struct AttentionRunSummary {
+  std::int64_t requested_rows = 0;  // --attention-block; 0: auto
+  int blockwise_layers = 0;         // attention layers computed by headscan's op, in row blocks
+  int materialised_layers = 0;      // softmaxes the model computes whole, [B, H, T, T]
+  std::int64_t block_rows = 0;      // Q at the longest call through the op (0: none)
+  std::int64_t block_length = 0;    // that call's length T
+  std::int64_t block_bytes = 0;     // one block [B, H, Q, T] in float32 there
+};
+
 struct RunSummary {
   double seconds = 0;  // from start to the end of the last pass
   // Where the time went: loading, each pass, writing the reports, in seconds, in order.
@@ -72,6 +83,7 @@ struct RunSummary {
   std::string dtype;        // the dtype the model ran in
   std::int64_t peak_device_memory = -1;  // bytes LibTorch's GPU allocator held at most; -1: not a GPU
   std::int64_t peak_host_memory = -1;    // the process's peak resident bytes; -1: not known
+  std::optional<AttentionRunSummary> attention;  // absent in a merged run's document
 };
 
 // The document, with `heads` from ClassifierSet::finalize() (heads/classifier_set.h).

@@ -54,6 +54,38 @@ void load_model_and_text(RunState& state, const c10::Device& device) {
                                 .to(state.model->device());
 }
 
+// The attention layers headscan's op computes in row blocks; the rest the model materialises whole.
+AttentionRunSummary attention_summary(const RunState& state) {
+  AttentionRunSummary summary;
+  summary.requested_rows = state.options.attention_block;
+  summary.blockwise_layers = std::min(state.model->blockwise_attention_count(), state.shape.layers);
+  summary.materialised_layers = state.shape.layers - summary.blockwise_layers;
+  const AttentionBlockUse use = state.model->attention_block_use();
+  summary.block_rows = use.rows;
+  summary.block_length = use.length;
+  summary.block_bytes = use.block_bytes;
+  return summary;
+}
+
+// Past kMaterialisedWarningLength tokens, attention the model materialises itself ([B, H, T, T] per
+// layer: an eager softmax, soft-capping, sinks, differential attention) grows with T²; headscan's op
+// bounds only the SDPA calls it computes.
+constexpr std::int64_t kMaterialisedWarningLength = 4096;
+
+void warn_of_materialised_attention(RunState& state) {
+  const std::int64_t length = state.text.shape.max_length;
+  const int materialised = attention_summary(state).materialised_layers;
+  if (length <= kMaterialisedWarningLength || materialised == 0) return;
+  const double gib = static_cast<double>(state.options.batch_size) * state.shape.heads * static_cast<double>(length) *
+                     static_cast<double>(length) * 4.0 / static_cast<double>(1 << 30);
+  state.warnings.push_back(fmt::format(
+      "{} of the model's {} attention layers are softmaxes it computes whole ([batch, heads, T, T]), so their memory "
+      "grows with T²: at --max-length {} and --batch-size {}, {:.1f} GiB per layer in float32; headscan computes "
+      "only scaled_dot_product_attention in bounded blocks (export the model with headscan export, which keeps SDPA "
+      "where it is exact), or lower --max-length or --batch-size",
+      materialised, state.shape.layers, length, state.options.batch_size, gib));
+}
+
 // Opens the corpus and reads its first document, on which the model's shape is detected. A shard
 // reads its own slice, and the shape off the corpus's first document, whichever shard has it.
 void open_corpus(RunState& state) {
@@ -283,6 +315,7 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
   const Thresholds& thresholds = state.thresholds;
   end_phase("load");
   open_corpus(state);
+  warn_of_materialised_attention(state);
   if (options.ablation) state.objective = choose_ablation_objective(state);
   if (!options.examples_path.empty()) state.example_prompts = state.read_examples();
   state.classifiers.begin(state.shape, state.thresholds);
@@ -296,6 +329,7 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.peak_device_memory = peak_device_memory(model_device);
   run.peak_host_memory = peak_host_memory();
+  run.attention = attention_summary(state);
   if (spooled != nullptr) {
     for (std::string& warning : state.warnings) warning = spooled->named(warning);
   }
