@@ -97,6 +97,9 @@ def _flags(options: Mapping[str, Any]) -> list:
             value = os.fspath(value)
         elif isinstance(value, numbers.Real):
             value = _number_text(value)
+        elif isinstance(value, (list, tuple)):  # needle_lengths=[4096, 16384] is --needle-lengths 4096,16384
+            value = ",".join(_number_text(item) if isinstance(item, numbers.Real) and not isinstance(item, bool)
+                             else str(item) for item in value)
         elif not isinstance(value, str):
             value = str(value).removeprefix("torch.")  # dtype=torch.bfloat16
         flags += ["--" + name, _utf8(str(value), f"{keyword}=")]
