@@ -1,5 +1,10 @@
 #include "reports/html_long_context.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -18,20 +23,123 @@ std::string percent(const Json& value) {
   return fmt::format("{:.1f} %", 100.0 * value.get<double>());
 }
 
-std::string needle_table(const Json& retrieval) {
+// A cell of a length × depth grid: the share `part / whole` on the viridis scale, "—" without a
+// denominator; the title says the counts.
+std::string grid_cell(std::int64_t part, std::int64_t whole, const std::string& what) {
+  if (whole <= 0) return fmt::format("<td class=\"empty\" title=\"no {}\">—</td>", escape_html(what));
+  const double share = static_cast<double>(part) / static_cast<double>(whole);
+  const Rgb fill = viridis(share);
+  return fmt::format("<td style=\"background:{};color:{}\" title=\"{} of {} {}\">{:.0f} %</td>", to_hex(fill),
+                     to_hex(text_colour_on(fill)), part, whole, escape_html(what), 100.0 * share);
+}
+
+// A table of rows = lengths, columns = depths; `part` and `whole` are [length][depth] counts.
+std::string grid_table(const Json& lengths, const Json& depths, const Json& part, const Json& whole,
+                       const std::string& what, const std::string& css_class) {
+  std::string html = "<table class=\"needlegrid " + css_class + "\"><tr><th>tokens \\ depth</th>";
+  for (const auto& depth : depths) html += "<th>" + percent(depth) + "</th>";
+  html += "</tr>";
+  for (std::size_t length = 0; length < lengths.size(); ++length) {
+    html += "<tr><th>" + json_value_html(lengths[length]) + "</th>";
+    for (std::size_t depth = 0; depth < depths.size(); ++depth) {
+      const Json& p = part.at(length).at(depth);
+      const Json& w = whole.at(length).at(depth);
+      html += grid_cell(p.is_number_integer() ? p.get<std::int64_t>() : 0,
+                        w.is_number_integer() ? w.get<std::int64_t>() : 0, what);
+    }
+    html += "</tr>";
+  }
+  return html + "</table>";
+}
+
+// Whether `grid` is [lengths][depths] of numbers.
+bool grid_shaped(const Json& grid, std::size_t lengths, std::size_t depths) {
+  if (!grid.is_array() || grid.size() != lengths) return false;
+  for (const auto& row : grid) {
+    if (!row.is_array() || row.size() != depths) return false;
+  }
+  return true;
+}
+
+// The heads whose grids the section draws: the highest retrieval scores, at most kGridHeads.
+constexpr std::size_t kGridHeads = 8;
+std::vector<std::size_t> retrieval_heads(const Json& heads) {
+  std::vector<std::pair<double, std::size_t>> scored;
+  for (std::size_t index = 0; index < heads.size(); ++index) {
+    const Json scores = heads[index].value("scores", Json::object());
+    const Json score = scores.is_object() ? scores.value("retrieval", Json()) : Json();
+    if (score.is_number() && score.get<double>() > 0) scored.emplace_back(score.get<double>(), index);
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::size_t> chosen;
+  for (std::size_t i = 0; i < scored.size() && i < kGridHeads; ++i) chosen.push_back(scored[i].second);
+  return chosen;
+}
+
+// Wu et al.'s needle-in-a-haystack grid per head: its retrieval hits over the copy events.
+std::string head_grids(const Json& retrieval, const Json& heads) {
+  const Json lengths = retrieval.value("lengths", Json::array());
+  const Json depths = retrieval.value("depths", Json::array());
+  const Json events = retrieval.value("grid", Json::object()).value("copy_events", Json());
+  const Json hits = retrieval.value("head_hits", Json());
+  if (!hits.is_array() || hits.empty() || !hits[0].is_array() || hits[0].empty() || !heads.is_array()) return "";
+  const std::size_t per_layer = hits[0].size();
+  std::string html;
+  for (const std::size_t index : retrieval_heads(heads)) {
+    const std::size_t row = index / per_layer;
+    const Json& head = heads[index];
+    if (row >= hits.size() || !hits[row].is_array()) continue;
+    const Json& cells = hits[row].at(index % per_layer);
+    if (!grid_shaped(cells, lengths.size(), depths.size())) continue;
+    html += fmt::format("<figure class=\"headgrid\"><figcaption>L{} H{}: retrieval {}</figcaption>",
+                        json_value_html(head.value("layer", Json())), json_value_html(head.value("head", Json())),
+                        json_value_html(head["scores"]["retrieval"]));
+    html += grid_table(lengths, depths, cells, events, "copy events where the head's argmax key is the copied token",
+                       "small") +
+            "</figure>";
+  }
+  if (html.empty()) return "";
+  return "<p>Per head, the share of the model's copy events where the head's argmax key is the needle token "
+         "copied (hits / copy events), for the heads of the highest retrieval scores:</p><div class=\"headgrids\">" +
+         html + "</div>";
+}
+
+// "4096, 8192 and 16384"
+std::string length_list(const Json& lengths) {
+  std::string text;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    if (i > 0) text += i + 1 == lengths.size() ? " and " : ", ";
+    text += json_value_html(lengths[i]);
+  }
+  return text;
+}
+
+std::string needle_table(const Json& retrieval, const Json& heads) {
   if (!retrieval.is_object()) return "";
   std::string html = "<h3>Needle in a haystack</h3>";
   if (retrieval.contains("note")) html += "<p class=\"note\">" + json_value_html(retrieval["note"]) + "</p>";
   const Json depths = retrieval.value("depths", Json::array());
   const Json accuracy = retrieval.value("copy_accuracy", Json::array());
   if (retrieval.value("probes", 0) <= 0 || !depths.is_array() || depths.size() != accuracy.size()) return html;
-  html += fmt::format("<p class=\"note\">{} probes: {} haystacks of {} corpus tokens, a needle of {} random tokens "
+  const Json lengths = retrieval.value("lengths", Json::array());
+  const Json grid = retrieval.value("grid", Json::object());
+  const bool has_grid = lengths.is_array() && !lengths.empty() && grid.is_object() &&
+                        grid_shaped(grid.value("copy_events", Json()), lengths.size(), depths.size()) &&
+                        grid_shaped(grid.value("candidates", Json()), lengths.size(), depths.size());
+  html += fmt::format("<p class=\"note\">{} probes of {} tokens: haystacks of corpus text, a needle of {} random tokens "
                       "at each depth and again at the end. The model's copy accuracy is the share of the final "
                       "needle's tokens (after its first) it predicts; {} copy events in all.</p>",
-                      json_value_html(retrieval.value("probes", Json())), json_value_html(retrieval.value("haystacks", Json())),
-                      json_value_html(retrieval.value("haystack_tokens", Json())),
+                      json_value_html(retrieval.value("probes", Json())),
+                      has_grid ? length_list(lengths) : json_value_html(retrieval.value("haystack_tokens", Json())),
                       json_value_html(retrieval.value("needle_length", Json())),
                       json_value_html(retrieval.value("copy_events", Json())));
+  if (has_grid) {
+    html += "<p>The model's copy accuracy by probe length (rows, tokens) and needle depth (columns):</p>";
+    html += grid_table(lengths, depths, grid["copy_events"], grid["candidates"], "final-needle tokens predicted", "");
+    html += "<p class=\"note\">Colours: the share on the viridis scale, from 0 % (dark blue) to 100 % (yellow); a "
+            "cell's title gives its counts, — a cell without probes.</p>";
+    return html + head_grids(retrieval, heads);
+  }
   html += "<table class=\"kv needle\"><tr><th>depth</th>";
   for (const auto& depth : depths) html += "<td>" + percent(depth) + "</td>";
   html += "</tr><tr><th>copy accuracy</th>";
@@ -106,7 +214,7 @@ std::string long_context_section(const Json& document) {
                         percent(summary["sink_rate"]), json_value_html(summary.value("sink_heads", Json())),
                         json_value_html(summary.value("sink_threshold", Json())));
   }
-  html += needle_table(retrieval);
+  html += needle_table(retrieval, document.value("heads", Json::array()));
   if (plan.is_object()) {
     const Json model = document.value("model", Json::object());
     const LayerNumbering numbering =

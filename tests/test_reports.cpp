@@ -16,6 +16,7 @@
 
 #include "analyzer/errors.h"
 #include "reports/attention_data.h"
+#include "reports/html_long_context.h"
 #include "reports/model_layers_json.h"
 #include "reports/palette.h"
 #include "reports/plots.h"
@@ -386,4 +387,32 @@ TEST_CASE("heads.json's layer numbering: written by the model's index, read back
                Catch::Contains("no layer of kind \"attention\""));
     CHECK_THAT(error_of("2"), Catch::Contains("must be"));
   }
+}
+
+TEST_CASE("the long-context section draws the needle grid: the model's per length and depth, and the retrieval heads'",
+          "[reports]") {
+  const nlohmann::ordered_json document = nlohmann::ordered_json::parse(R"({
+    "retrieval": {"probes": 14, "haystacks": 8, "needle_length": 12, "haystack_tokens": 103,
+                  "depths": [0.1, 0.5], "copy_accuracy": [0.5, 0.121212], "copy_events": 15, "candidates": 44,
+                  "minimum_events": 20, "lengths": [64, 128],
+                  "grid": {"haystack_tokens": [39, 103], "probes": [[1, 1], [0, 2]],
+                           "candidates": [[11, 11], [0, 22]], "copy_events": [[8, 0], [0, 7]],
+                           "copy_accuracy": [[0.727273, 0.0], [null, 0.318182]]},
+                  "head_hits": [[[[8, 0], [0, 1]], [[0, 0], [0, 0]]]]},
+    "heads": [{"layer": 3, "head": 0, "scores": {"retrieval": 0.6}},
+              {"layer": 3, "head": 1, "scores": {"retrieval": 0.0}}]})");
+  const std::string html = long_context_section(document);
+  CHECK(html.find("14 probes of 64 and 128 tokens") != std::string::npos);
+  // The model's grid: a row per length, a cell per depth, coloured by events / candidates.
+  CHECK(count(html, "<table class=\"needlegrid \">") == 1);
+  CHECK(html.find("title=\"8 of 11 final-needle tokens predicted\">73 %</td>") != std::string::npos);
+  CHECK(html.find("title=\"0 of 11 final-needle tokens predicted\">0 %</td>") != std::string::npos);
+  CHECK(html.find("title=\"7 of 22 final-needle tokens predicted\">32 %</td>") != std::string::npos);
+  CHECK(count(html, "<td class=\"empty\"") == 3);  // the model's cell without probes and head 0's two without events
+  // Per head: only heads with a retrieval score above 0, named by the model's layer index, hits / copy events.
+  CHECK(count(html, "<table class=\"needlegrid small\">") == 1);
+  CHECK(html.find("L3 H0: retrieval 0.6") != std::string::npos);
+  CHECK(html.find("L3 H1") == std::string::npos);
+  CHECK(html.find("title=\"8 of 8 copy events where the head&#39;s argmax key is the copied token\">100 %") != std::string::npos);
+  CHECK(html.find("title=\"1 of 7 copy events where the head&#39;s argmax key is the copied token\">14 %") != std::string::npos);
 }
