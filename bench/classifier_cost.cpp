@@ -2,7 +2,9 @@
 // overhead of headscan over a bare forward pass goes. Not a test.
 //
 //   headscan_bench_classifiers [--batch 8] [--heads 12] [--length 1024] [--bidirectional] [--repeats 3]
-//                              [--device cpu|cuda|cuda:N]
+//                              [--block Q] [--device cpu|cuda|cuda:N]
+// --block Q feeds the layer in row blocks of Q rows (copies, as headscan's attention op hands them
+// over), each classifier's time summed over the blocks; 0, the default, the whole matrix at once.
 // Each time is taken after the device has finished (synchronized on a GPU). "row summary (tensor
 // ops)" times the summary's definition as tensor operations (what devices other than the CPU run)
 // beside the one-pass kernel the CPU runs, the measurement that keeps that kernel.
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -32,7 +35,7 @@ double milliseconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t batch = 8, heads = 12, length = 1024;
+  std::int64_t batch = 8, heads = 12, length = 1024, block_rows = 0;
   int repeats = 3, threads = 0;
   bool bidirectional = false;
   std::string device_name = "cpu";
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
   app.add_option("--heads", heads);
   app.add_option("--length", length);
   app.add_option("--repeats", repeats);
+  app.add_option("--block", block_rows);
   app.add_option("--threads", threads);
   app.add_flag("--bidirectional", bidirectional);
   app.add_option("--device", device_name);
@@ -70,6 +74,13 @@ int main(int argc, char** argv) {
   special.select(1, 0).fill_(true);
   special = special.to(device);
   const at::Tensor idf = torch::rand({batch, length}).to(device).masked_fill(special, -std::numeric_limits<float>::infinity());
+  // The row blocks fed, from their first rows.
+  std::vector<std::pair<std::int64_t, at::Tensor>> blocks;
+  const std::int64_t step = block_rows > 0 ? std::min(block_rows, length) : length;
+  for (std::int64_t first = 0; first < length; first += step) {
+    const at::Tensor rows = attention.narrow(2, first, std::min(step, length - first));
+    blocks.emplace_back(first, step == length ? rows : rows.contiguous());
+  }
 
   auto classifiers = headscan::make_classifiers();
   const headscan::ModelShape shape{1, static_cast<int>(heads), !bidirectional};
@@ -81,18 +92,26 @@ int main(int argc, char** argv) {
   for (int r = 0; r < repeats; ++r) {
     headscan::RowSummaryCache rows;
     headscan::DeviceSums sums;
-    const headscan::BatchContext context{ids, valid, valid, special, idf, !bidirectional, true,
-                                         headscan::BatchSource::corpus, r, nullptr, &rows, &sums};
-    start = std::chrono::steady_clock::now();
-    rows.get(0, attention, !bidirectional);
-    finish();
-    times[0].push_back(milliseconds_since(start));
-    for (std::size_t c = 0; c < classifiers.size(); ++c) {
-      if (classifiers[c]->source() != headscan::BatchSource::corpus) continue;
+    headscan::BatchContext context{ids, valid, valid, special, idf, !bidirectional, true,
+                                   headscan::BatchSource::corpus, r, nullptr, &rows, &sums};
+    std::vector<double> spent(classifiers.size() + 1, 0.0);
+    for (const auto& [first_row, block] : blocks) {
+      context.first_row = first_row;
       start = std::chrono::steady_clock::now();
-      classifiers[c]->observe(0, attention, context);
+      rows.get(0, block, !bidirectional, first_row);
       finish();
-      times[c + 1].push_back(milliseconds_since(start));
+      spent[0] += milliseconds_since(start);
+      for (std::size_t c = 0; c < classifiers.size(); ++c) {
+        if (classifiers[c]->source() != headscan::BatchSource::corpus) continue;
+        start = std::chrono::steady_clock::now();
+        classifiers[c]->observe(0, block, context);
+        finish();
+        spent[c + 1] += milliseconds_since(start);
+      }
+    }
+    times[0].push_back(spent[0]);
+    for (std::size_t c = 0; c < classifiers.size(); ++c) {
+      if (classifiers[c]->source() == headscan::BatchSource::corpus) times[c + 1].push_back(spent[c + 1]);
     }
     start = std::chrono::steady_clock::now();
     sums.flush();
@@ -114,7 +133,8 @@ int main(int argc, char** argv) {
     std::printf("%-16s %8.1f ms (median of %d)\n", name.c_str(), median, repeats);
     if (c <= classifiers.size() + 1) total += median;
   }
-  std::printf("%-16s %8.1f ms per layer and batch of %lld x %lld heads x %lld tokens\n", "total", total,
-              static_cast<long long>(batch), static_cast<long long>(heads), static_cast<long long>(length));
+  std::printf("%-16s %8.1f ms per layer and batch of %lld x %lld heads x %lld tokens, blocks of %lld rows\n", "total",
+              total, static_cast<long long>(batch), static_cast<long long>(heads), static_cast<long long>(length),
+              static_cast<long long>(step));
   return 0;
 }
