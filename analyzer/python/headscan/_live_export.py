@@ -171,7 +171,8 @@ def export(module: Any, out: Union[str, os.PathLike, None] = None, *, tokenizer:
     attention) with torch.export to the .pt2 archive headscan analyses, as ``headscan export`` does
     from a model directory: forward(input_ids, attention_mask) -> logits, batch and length dynamic
     up to ``max_length`` (default: the model's positions; at most 1024 for a module with eager
-    attention, which materialises its T x T probabilities), headscan's observer on every attention, checked against the module at lengths across its blocks before it is written.
+    attention, which materialises its T x T probabilities), headscan's observer on every attention,
+    checked against the module at lengths across its blocks before it is written.
 
     ``tokenizer``: a path of a tokenizer.json, a tokenizers.Tokenizer or a fast transformers
     tokenizer, embedded as the archive's tokenizer.json. ``metadata``: fields of headscan.json

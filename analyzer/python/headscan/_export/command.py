@@ -168,7 +168,7 @@ def export(args):
     print(f"  name: {name} ({name_source})")
     print(f"  tokenizer: {tokenizer_source} ({tokenizer.get_vocab_size()} tokens)")
     print(f"  bos_token: {bos_token or 'none'} ({bos_source})")
-    print(f"  attention: {metadata['attention']} ({attention_reason or 'scaled_dot_product_attention, computed by headscan::attention'})")
+    print(f"  attention: {metadata['attention']} ({attention_source(metadata['attention'], attention_reason)})")
     print(f"  max_length: {max_length} ({max_length_source})")
     if "min_length" in metadata:
         print(f"  min_length: {metadata['min_length']} (the program takes no shorter sequence: shorter ones "
@@ -181,6 +181,16 @@ def export(args):
           f"(blocks of {', '.join(map(str, sorted(exported.blocks)))} tokens)")
     if exported.missing:
         print(f"  no logits: {exported.missing}")
+
+
+def attention_source(kind, reason):
+    """What the program's attention is, for the export's summary."""
+    if kind == "sdpa":
+        return "scaled_dot_product_attention, computed by headscan::attention"
+    if kind == "eager":
+        return reason or "loaded with SDPA attention, the model computes its own softmax, observed"
+    return ("some layers' scaled_dot_product_attention computed by headscan::attention, the others' own softmax "
+            "observed")
 
 
 def load_with_attention(args, config, tokenizer, bos_token, device):

@@ -1,5 +1,6 @@
 """The model: its size read from the config before it is built, its transformers class, loading it
-with the attention asked for (eager or SDPA), the module that is traced, and the token rows it is traced and checked on."""
+with the attention asked for (eager or SDPA), the module that is traced, and the token rows it is
+traced and checked on."""
 
 import inspect
 import os
