@@ -55,6 +55,8 @@ struct RunState {
   Thresholds thresholds;  // the defaults with --threshold's overrides
   ProbeSet probes;        // made by the probe pass
   NeedleSummary needle_summary;  // what the needle pass found
+  // The needle pass's probes, per length (empty when it made none), for the KV-cache plan's check.
+  std::vector<NeedleSet> needle_sets;
 
   // --ablation: the objective (chosen before the corpus pass), the ablation set (collected by the
   // corpus pass) and what the causal passes found.

@@ -16,6 +16,10 @@
     and config.json as DuoAttention's load_attn_pattern reads them, the memory saved, and with
     --ablation its loss_delta against a recomputation with the streaming head masked before the
     softmax;
+  * the KV-cache plan's needle check (--ablation) on a model that copies through a sink head: the
+    share of the copy events whose copied token stays in the restricted head's window, and the
+    loss change on the copied tokens, against their closed forms;
+  * streaming_duo is null on sequences shorter than 385 tokens;
   * the sink rate is the share of heads with first_token >= 0.3;
   * random-weight models get none of the new labels.
 
@@ -162,6 +166,26 @@ def check_needle_grid(document, lengths):
               f"retrieval of head {head['head']} from its grid", 1e-6)
 
 
+def sink_copy_needle_check(module, retrieval):
+    """The KV-cache plan's needle check on SinkCopyModel with its head restricted to SINK + WINDOW:
+    per length, the share of copy events still made and the mean loss change on the copied token.
+
+    A copy event at final-needle token k copies the inserted needle's token k + 1, n + K - p - 1
+    tokens back (n haystack tokens, p = round(depth * n) of them before the needle). Within the
+    window the copied token keeps its weight; beyond it the head keeps BOS (its logit less 1000) and
+    keys of weight e^-40, so every other token's logit is 0 and the copied token's loss ln(V - 1).
+    The full model gives the copied token 4/9 of the weight: a logit of 80/9 against 0 for V - 2
+    other tokens."""
+    n, K = retrieval["haystack_tokens"], retrieval["needle_length"]
+    events = retrieval["grid"]["copy_events"][-1]
+    kept = sum(count for depth, count in zip(retrieval["depths"], events)
+               if n + K - int(np.floor(depth * n + 0.5)) - 1 < WINDOW)
+    logit = 80.0 / 9.0
+    full_loss = np.log(np.exp(logit) + module.VOCAB_SIZE - 2) - logit
+    lost_delta = np.log(module.VOCAB_SIZE - 1) - full_loss
+    return kept / sum(events), (sum(events) - kept) / sum(events) * lost_delta
+
+
 def close(a, b, what, tolerance=1e-5):
     if a is None or b is None or abs(a - b) > tolerance:
         sys.exit(f"FAIL {what}: headscan {a}, reference {b}")
@@ -203,6 +227,7 @@ def main(argv):
     for head in range(4):
         close(scores[head]["streaming"], float(expected[head]), f"streaming of head {head}")
     assert "streaming" in labels(copy, 2) and "streaming" not in labels(copy, 3), copy["heads"]
+    assert all(score["streaming_duo"] is None for score in scores), scores  # no query at 384 or later
     punctuation_ids = {module.VOCAB[p] for p in module.PUNCTUATION}
     causal_sequences = windows(module, corpus, module.CAUSAL_MAX_LEN - 1, [module.VOCAB["<s>"]], [])
     means, chance = key_kind_reference(module, causal_model, causal_sequences, lambda t, p: t in punctuation_ids, True)
@@ -266,6 +291,20 @@ def main(argv):
     # a plan may cost, which the plan and the warnings say.
     assert plan["loss_delta"] > 0.05 and "loss_note" in plan, plan
     assert any("KV-cache plan costs" in warning for warning in window["warnings"]), window["warnings"]
+    assert "needles" not in plan and "copied" in plan["needles_note"], plan  # it never copies a needle
+
+    # The plan's needle check: every head streaming (threshold 0), the copying head among them.
+    sink = run(headscan, os.path.join(work, "needle_sink.pt"), corpus, os.path.join(work, "needle_sink"), "--ablation",
+               "--threshold", "streaming=0")
+    plan, retrieval = sink["kv_plan"], sink["retrieval"]
+    assert plan["heads"] == [["streaming", "streaming"]] and sink["heads"][0]["scores"]["retrieval"] == 0, sink
+    needles = plan["needles"]
+    assert needles["lengths"] == retrieval["lengths"] == [module.CAUSAL_MAX_LEN], needles
+    assert needles["copy_events"] == [retrieval["copy_events"]] == [440], needles
+    accuracy, loss_delta = sink_copy_needle_check(module, retrieval)
+    assert 0 < accuracy < 1, accuracy
+    close(needles["copy_accuracy"][0], accuracy, "kv_plan.needles.copy_accuracy", 1e-12)
+    close(needles["loss_delta"][0], loss_delta, "kv_plan.needles.loss_delta", 1e-5)
 
     # Random weights: none of the new labels.
     for name in ["random_gpt2", "random_bert"]:

@@ -79,6 +79,18 @@ constexpr std::size_t kCircuitLinks = 5;
 constexpr int kRandomPruningOrders = 3;
 constexpr int kPruningSteps = 10;  // 10 % of all heads per step
 
+// The KV-cache plan's check on the needle probes of one length (analyzer/run/sequences/needles.h):
+// the full model's copy events in the probes the needle pass ran, and how the model does there with
+// every streaming head restricted to its sink and window.
+struct KvPlanNeedles {
+  std::int64_t length = 0;       // tokens of each probe
+  std::int64_t copy_events = 0;  // the full model's
+  std::int64_t kept = 0;         // events where the restricted model still predicts the needle token
+  // Σ over the events of the restricted model's next-token loss of the needle token less the full
+  // model's (nats).
+  double loss_delta_sum = 0;
+};
+
 struct AblationFindings {
   std::vector<double> item_losses;   // L_x with nothing removed (the gradient pass)
   std::vector<double> importance;    // mean_x |∂L_x/∂ξ_{x,h}|
@@ -93,6 +105,8 @@ struct AblationFindings {
   // restricted to its sink and window, less mean_x L_x; null when the plan was not checked.
   std::optional<double> kv_plan_loss_delta;
   std::string kv_plan_note;          // why it was not checked
+  std::vector<KvPlanNeedles> kv_plan_needles;  // per needle probe length, ascending
+  std::string kv_plan_needles_note;            // why the needle probes were not checked
 };
 
 // A factor per head (index layer * heads + head) for its attention probabilities: 1 keeps the

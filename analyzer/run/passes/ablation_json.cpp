@@ -27,6 +27,28 @@ nlohmann::ordered_json pruning_json(const std::vector<PruningStep>& points) {
   return {{"step", 1.0 / kPruningSteps}, {"random_orders", kRandomPruningOrders}, {"points", std::move(list)}};
 }
 
+// Per needle probe length: the full model's copy events, the share the restricted model still makes
+// and its mean loss change on the copied tokens; both null at a length without events.
+nlohmann::ordered_json kv_plan_needles_json(const std::vector<KvPlanNeedles>& checked) {
+  nlohmann::ordered_json lengths = nlohmann::ordered_json::array();
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  nlohmann::ordered_json accuracy = nlohmann::ordered_json::array();
+  nlohmann::ordered_json loss = nlohmann::ordered_json::array();
+  for (const KvPlanNeedles& length : checked) {
+    lengths.push_back(length.length);
+    events.push_back(length.copy_events);
+    const auto count = static_cast<double>(length.copy_events);
+    accuracy.push_back(length.copy_events > 0 ? nlohmann::ordered_json(static_cast<double>(length.kept) / count)
+                                              : nlohmann::ordered_json());
+    loss.push_back(length.copy_events > 0 ? nlohmann::ordered_json(length.loss_delta_sum / count)
+                                          : nlohmann::ordered_json());
+  }
+  return {{"lengths", std::move(lengths)},
+          {"copy_events", std::move(events)},
+          {"copy_accuracy", std::move(accuracy)},
+          {"loss_delta", std::move(loss)}};
+}
+
 }  // namespace
 
 void add_ablation_json(nlohmann::ordered_json& document, const RunState& state) {
@@ -63,6 +85,11 @@ void add_ablation_json(nlohmann::ordered_json& document, const RunState& state) 
       }
     } else if (!found.kv_plan_note.empty()) {
       plan["loss_note"] = found.kv_plan_note;
+    }
+    if (!found.kv_plan_needles.empty()) {
+      plan["needles"] = kv_plan_needles_json(found.kv_plan_needles);
+    } else if (!found.kv_plan_needles_note.empty()) {
+      plan["needles_note"] = found.kv_plan_needles_note;
     }
   }
 

@@ -1,15 +1,22 @@
 // The KV-cache plan's causal check (--ablation; analyzer/run/kv_plan.h): the ablation set's loss
-// with every head the plan puts on a streaming cache restricted to it, against the full model.
+// with every head the plan puts on a streaming cache restricted to it, against the full model; and
+// on the needle probes of each length, the share of the full model's copy events that the
+// restricted model still makes, with its loss change on the copied tokens.
 // Inside the graph, after the softmax, such a head's weights outside its sink (j < S) and window
 // (i − W < j ≤ i) are set to 0 and each row renormalized: what masking those keys to −∞ before the
 // softmax gives.
+#include <algorithm>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "analyzer/errors.h"
 #include "analyzer/run/kv_plan.h"
 #include "analyzer/run/passes/ablation.h"
 #include "analyzer/run/passes/pass.h"
 #include "analyzer/run/run_state.h"
+#include "analyzer/run/sequences/needles.h"
 #include "heads/streaming.h"
 
 namespace headscan {
@@ -37,6 +44,77 @@ std::vector<at::Tensor> streaming_heads(RunState& state, int kv_heads) {
     if (any) layers[static_cast<std::size_t>(layer)] = heads.to(state.model->device());
   }
   return layers;
+}
+
+// One batch of needle probes, once as the model is and once with `edit`: adds the full model's copy
+// events, those the edited model still makes (its top prediction is the copied needle token) and
+// the summed change of the copied token's next-token loss to `checked`.
+void check_needle_batch(RunState& state, const std::vector<Sequence>& batch, const std::vector<const NeedleProbe*>& probes,
+                        const AttentionEdit& edit, KvPlanNeedles& checked) {
+  const ForwardOutput full = state.forward(batch, std::nullopt, 0, nullptr);
+  if (!full.logits) throw InputError("the model returned no logits for the needle probes");
+  std::vector<std::int64_t> events;
+  const at::Tensor targets = needle_targets(*full.logits, probes, events);  // [B, T]: the key copied, or -1
+  std::int64_t batch_events = 0;
+  for (const std::int64_t count : events) batch_events += count;
+  if (batch_events == 0) return;
+  const ForwardOutput restricted = state.forward(batch, std::nullopt, 0, nullptr, nullptr, nullptr, &edit);
+  if (!restricted.logits) throw InputError("the model returned no logits for the needle probes");
+  // The copied token of each event: the id at the key it copies.
+  const std::int64_t columns = targets.size(1);
+  at::Tensor ids = torch::zeros({static_cast<std::int64_t>(batch.size()), columns}, torch::kInt64);
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    const auto& sequence = batch[b].ids;
+    const auto count = std::min<std::int64_t>(columns, static_cast<std::int64_t>(sequence.size()));
+    ids[static_cast<std::int64_t>(b)].slice(/*dim=*/0, 0, count).copy_(torch::tensor(
+        std::vector<std::int64_t>(sequence.begin(), sequence.begin() + count), torch::kInt64));
+  }
+  const at::Tensor at_event = targets.ge(0).nonzero();  // [N, 2]: sequence, query
+  const at::Tensor rows = at_event.select(/*dim=*/1, 0);
+  const at::Tensor queries = at_event.select(/*dim=*/1, 1);
+  const at::Tensor copied = ids.to(targets.device()).gather(1, targets.clamp_min(0)).index({rows, queries});  // [N]
+  auto token_loss = [&](const at::Tensor& logits) {  // [N] nats
+    const at::Tensor event_logits = logits.index({rows, queries}).to(torch::kDouble);  // [N, V]
+    return -torch::log_softmax(event_logits, /*dim=*/-1).gather(1, copied.unsqueeze(1)).squeeze(1);
+  };
+  const at::Tensor kept = restricted.logits->index({rows, queries}).argmax(/*dim=*/-1).eq(copied).sum();
+  const at::Tensor delta = (token_loss(*restricted.logits) - token_loss(*full.logits)).sum();
+  checked.copy_events += batch_events;
+  checked.kept += kept.item<std::int64_t>();
+  checked.loss_delta_sum += delta.item<double>();
+}
+
+// The needle probes the needle pass ran, in the (length, depth) cells where the model copied, in
+// batches of at most --batch-size.
+std::vector<KvPlanNeedles> check_needles(RunState& state, const AttentionEdit& edit) {
+  std::vector<KvPlanNeedles> lengths;
+  const NeedleSummary& summary = state.needle_summary;
+  const auto batch_size = static_cast<int>(std::clamp<std::int64_t>(state.options.batch_size, 1, kHaystacks));
+  for (std::size_t length = 0; length < state.needle_sets.size(); ++length) {
+    const NeedleSet& set = state.needle_sets[length];
+    KvPlanNeedles checked;
+    checked.length = set.length;
+    for (std::size_t depth = 0; depth < kNeedleDepths.size() && set.skipped_because.empty(); ++depth) {
+      const NeedleCell& cell = summary.cells.at(length).at(depth);
+      if (cell.events == 0) continue;
+      for (int first = 0; first < cell.probes; first += batch_size) {
+        std::vector<Sequence> batch;
+        std::vector<const NeedleProbe*> probes;
+        for (int haystack = first; haystack < std::min(cell.probes, first + batch_size); ++haystack) {
+          batch.push_back(set.sequence(haystack, static_cast<int>(depth), state.text.shape));
+          probes.push_back(&set.probe(haystack, static_cast<int>(depth)));
+        }
+        try {
+          check_needle_batch(state, batch, probes, edit, checked);
+        } catch (...) {
+          rethrow_with_context(fmt::format("{} (the KV-cache plan's check on needle probes of {} tokens): ",
+                                           state.model->path(), set.length));
+        }
+      }
+    }
+    lengths.push_back(checked);
+  }
+  return lengths;
 }
 
 class KvPlanPass : public Pass {
@@ -69,6 +147,15 @@ class KvPlanPass : public Pass {
     };
     const std::vector<double> losses = AblationRunner(state).edited_losses(edit);
     found.kv_plan_loss_delta = mean_of(losses) - found.loss;
+
+    found.kv_plan_needles = check_needles(state, edit);
+    std::int64_t events = 0;
+    for (const KvPlanNeedles& checked : found.kv_plan_needles) events += checked.copy_events;
+    if (events == 0) {
+      found.kv_plan_needles.clear();
+      found.kv_plan_needles_note =
+          state.needle_summary.note.empty() ? "the model copied no needle" : state.needle_summary.note;
+    }
   }
 };
 

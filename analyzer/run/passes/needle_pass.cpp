@@ -73,9 +73,10 @@ class NeedlePass : public Pass {
       summary.note = "the model's output is not logits [batch, tokens, vocabulary]: copy events need its predictions";
       return;
     }
-    const std::vector<NeedleSet> sets = make_needles(*state.text.tokenizer, state.text.shape,
-                                                     haystack_text(state, summary.lengths), summary.lengths,
-                                                     state.options.seed);
+    // Kept in the run state for the KV-cache plan's check (analyzer/run/passes/kv_plan_pass.cpp).
+    std::vector<NeedleSet>& sets = state.needle_sets;
+    sets = make_needles(*state.text.tokenizer, state.text.shape, haystack_text(state, summary.lengths), summary.lengths,
+                        state.options.seed);
     for (std::size_t length = 0; length < sets.size(); ++length) {
       if (!sets[length].skipped_because.empty()) {
         summary.note = "no needle probes: " + sets[length].skipped_because;

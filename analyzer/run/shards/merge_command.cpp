@@ -59,7 +59,7 @@ void keep_plan_check(const nlohmann::ordered_json& checked, nlohmann::ordered_js
   if (!document.contains("kv_plan")) return;
   auto& plan = document["kv_plan"];
   if (checked.value("heads", nlohmann::ordered_json()) == plan.at("heads")) {
-    for (const char* key : {"loss_delta", "loss_budget", "loss_note"}) {
+    for (const char* key : {"loss_delta", "loss_budget", "loss_note", "needles", "needles_note"}) {
       if (checked.contains(key)) plan[key] = checked.at(key);
     }
     return;
