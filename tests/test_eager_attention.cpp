@@ -209,6 +209,53 @@ TEST_CASE("head scales and edits act on each block's own rows", "[attention_op]"
   }
 }
 
+TEST_CASE("gradients through the blocks, recomputed one block at a time, equal the unblocked ones",
+          "[attention_op]") {
+  torch::manual_seed(13);
+  const std::int64_t batch = 2, heads = 8, kv_heads = 2, length = 20, width = 8;
+  const at::Tensor q0 = at::randn({batch, length, heads, width}).transpose(1, 2);
+  const at::Tensor k0 = at::randn({batch, kv_heads, length, width});
+  const at::Tensor v0 = at::randn({batch, kv_heads, length, width});
+  const at::Tensor mask = at::randn({batch, 1, length, length});
+  const at::Tensor weights = at::randn({batch, heads, length, width});  // loss = Σ weights · output
+  // ∂loss/∂(q, k, v, head scale) with `rows` per block (0: the unblocked reference) and, when
+  // `scaled`, the layer's head scales in the graph.
+  const auto gradients = [&](std::int64_t rows, bool scaled) {
+    const at::Tensor q = q0.clone().requires_grad_();
+    const at::Tensor k = k0.clone().requires_grad_();
+    const at::Tensor v = v0.clone().requires_grad_();
+    const at::Tensor scale = (at::arange(batch * heads, at::kFloat).view({batch, heads}) / 16 + 0.5).requires_grad_();
+    at::Tensor output;
+    if (rows == 0) {
+      const auto [plain, probs] = unblocked(q, k, v, mask, true, true);
+      output = scaled ? at::matmul(probs * scale.view({batch, heads, 1, 1}), v.repeat_interleave(4, 1)) : plain;
+    } else {
+      const HeadScales scales{scaled ? scale : at::Tensor()};
+      const CaptureScope scope(batch, length, AttentionCallback(), &scales, nullptr, rows);
+      output = headscan::eager_attention(q, k, v, mask, 0.0, true, std::nullopt, true);
+    }
+    (output * weights).sum().backward();
+    std::vector<at::Tensor> result{q.grad(), k.grad(), v.grad()};
+    if (scaled) result.push_back(scale.grad());
+    return result;
+  };
+  for (const bool scaled : {false, true}) {
+    INFO("head scales " << scaled);
+    const std::vector<at::Tensor> expected = gradients(0, scaled);
+    for (const std::int64_t rows : {std::int64_t{1}, std::int64_t{7}, length}) {
+      INFO("rows " << rows);
+      const std::vector<at::Tensor> got = gradients(rows, scaled);
+      REQUIRE(got.size() == expected.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        INFO("gradient " << i);
+        REQUIRE(got[i].defined());
+        CHECK(expected[i].abs().max().item<double>() > 1e-3);
+        CHECK(max_difference(got[i], expected[i]) < 1e-4);
+      }
+    }
+  }
+}
+
 TEST_CASE("the attention block planner", "[attention_op]") {
   using headscan::attention_block_rows;
   constexpr std::int64_t kMiB = std::int64_t{1} << 20;

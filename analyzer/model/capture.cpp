@@ -42,8 +42,7 @@ bool is_attention(at::IntArrayRef sizes, std::int64_t dim, std::int64_t rows, co
 
 // Attention of the scope's batch (is_attention) viewed as [B, H, Q, T].
 at::Tensor as_blocks(const at::Tensor& probs, const CaptureState& state) {
-  if (probs.dim() == 4) return probs;
-  return probs.view({state.batch, probs.size(0) / state.batch, probs.size(1), probs.size(2)});
+  return attention_heads(probs, state.batch);
 }
 
 // Attention over keys, normalized to [B, H, T, T]; nullopt for any other softmax (vocabulary,
@@ -60,17 +59,6 @@ void deliver(CaptureState& state, int layer, const at::Tensor& attention, std::i
   at::Tensor probs = attention.detach();
   if (probs.scalar_type() != at::kFloat) probs = probs.to(at::kFloat);
   (*state.on_attention)(layer, probs, first_row);
-}
-
-// The layer's probabilities with each head multiplied by its scale: (ξ_h·A)·V is then ξ_h times
-// the head's output, so ξ_h = 0 removes the head exactly and ∂L/∂ξ_h is its importance.
-at::Tensor scale_heads(const at::Tensor& probs, const at::Tensor& attention, const at::Tensor& scale) {
-  const auto batch = attention.size(0);
-  const auto heads = attention.size(1);
-  TORCH_CHECK(scale.dim() == 2 && scale.size(0) == batch && scale.size(1) == heads,
-              "head scales must be [", batch, ", ", heads, "] for this layer, got ", scale.sizes());
-  const at::Tensor factors = scale.to(attention.device(), attention.scalar_type()).view({batch, heads, 1, 1});
-  return (attention * factors).view(probs.sizes());
 }
 
 // Stores the error so the caller gets it back with its own type, then unwinds the interpreter.
@@ -93,7 +81,7 @@ at::Tensor observe_block(CaptureState& state, int layer, const at::Tensor& probs
     at::Tensor result = probs;
     if (state.scales != nullptr && layer < static_cast<int>(state.scales->size()) &&
         (*state.scales)[static_cast<std::size_t>(layer)].defined()) {
-      result = scale_heads(probs, attention, (*state.scales)[static_cast<std::size_t>(layer)]);
+      result = scale_heads(probs, state.batch, (*state.scales)[static_cast<std::size_t>(layer)]);
     }
     if (state.edit != nullptr && *state.edit) {
       const at::Tensor edited = (*state.edit)(layer, result.view(attention.sizes()), first_row);
@@ -106,6 +94,22 @@ at::Tensor observe_block(CaptureState& state, int layer, const at::Tensor& probs
 }
 
 }  // namespace
+
+at::Tensor attention_heads(const at::Tensor& probs, std::int64_t batch) {
+  if (probs.dim() == 4) return probs;
+  return probs.view({batch, probs.size(0) / batch, probs.size(1), probs.size(2)});
+}
+
+// (ξ_h·A)·V is ξ_h times the head's output, so ξ_h = 0 removes the head exactly and ∂L/∂ξ_h is
+// its importance.
+at::Tensor scale_heads(const at::Tensor& probs, std::int64_t batch, const at::Tensor& scale) {
+  const at::Tensor attention = attention_heads(probs, batch);
+  const auto heads = attention.size(1);
+  TORCH_CHECK(scale.dim() == 2 && scale.size(0) == batch && scale.size(1) == heads,
+              "head scales must be [", batch, ", ", heads, "] for this layer, got ", scale.sizes());
+  const at::Tensor factors = scale.to(attention.device(), attention.scalar_type()).view({batch, heads, 1, 1});
+  return (attention * factors).view(probs.sizes());
+}
 
 at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim) {
   CaptureState* state = active_capture;
@@ -136,6 +140,26 @@ AttentionBlocks::AttentionBlocks(at::IntArrayRef sizes, std::int64_t element_siz
 at::Tensor AttentionBlocks::observe(const at::Tensor& block, std::int64_t first_row) {
   if (state_ == nullptr || state_->error) return block;
   return observe_block(*state_, layer_, block, as_blocks(block, *state_), first_row);
+}
+
+bool AttentionBlocks::edits() const { return state_ != nullptr && state_->edit != nullptr && *state_->edit; }
+
+std::int64_t AttentionBlocks::batch() const { return state_ != nullptr ? state_->batch : 0; }
+
+at::Tensor AttentionBlocks::head_scale() const {
+  if (state_ == nullptr || state_->scales == nullptr || layer_ >= static_cast<int>(state_->scales->size())) {
+    return at::Tensor();
+  }
+  return (*state_->scales)[static_cast<std::size_t>(layer_)];
+}
+
+void AttentionBlocks::deliver(const at::Tensor& block, std::int64_t first_row) {
+  if (state_ == nullptr || state_->error) return;
+  try {
+    headscan::deliver(*state_, layer_, as_blocks(block, *state_), first_row);
+  } catch (...) {
+    fail_inside_graph(*state_, std::current_exception());
+  }
 }
 
 namespace {

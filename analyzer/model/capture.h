@@ -24,6 +24,13 @@ struct CaptureState;
 // scaled by the scope's head scales and edited; otherwise returns it unchanged.
 at::Tensor observe_softmax(const at::Tensor& probs, std::int64_t dim);
 
+// Probabilities [B, H, Q, T], [B*H, Q, T] or [B, Q, T] of a batch of `batch` sequences, viewed as
+// [B, H, Q, T].
+at::Tensor attention_heads(const at::Tensor& probs, std::int64_t batch);
+// `probs` (as attention_heads takes them) with head h of sequence b multiplied by scale [b, h]
+// (model.h, HeadScales), in the shape of `probs`.
+at::Tensor scale_heads(const at::Tensor& probs, std::int64_t batch, const at::Tensor& scale);
+
 // The capture of one call of headscan's attention op (eager_attention.h), which computes the
 // probabilities [..., H, L, S] in blocks of query rows: the call is one layer (numbered when the
 // object is made, as observe_softmax numbers a softmax), and each block goes to observe() in row
@@ -38,6 +45,16 @@ class AttentionBlocks {
   // CaptureScope, and when the call is attention over the scope's keys, handed to the callback and
   // returned scaled by the head scales and edited (model.h); otherwise returned unchanged.
   at::Tensor observe(const at::Tensor& block, std::int64_t first_row);
+
+  // For an op that differentiates the blocks itself (recomputing each in the backward): observe()
+  // in parts. deliver() hands the block to the callback only; head_scale() is the layer's [B, H]
+  // scale (undefined when none, or when nothing is captured from this call), applied by
+  // scale_heads(block, batch(), head_scale()); edits() says whether the scope edits the blocks,
+  // which only observe() does.
+  void deliver(const at::Tensor& block, std::int64_t first_row);
+  at::Tensor head_scale() const;
+  std::int64_t batch() const;
+  bool edits() const;
 
  private:
   CaptureState* state_ = nullptr;  // null when nothing is captured from this call

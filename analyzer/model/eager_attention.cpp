@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include "analyzer/errors.h"
 #include "analyzer/model/capture.h"
@@ -32,15 +34,19 @@ struct AttentionCall {
   std::int64_t group = 1;   // query heads per key/value head under enable_gqa, else 1
   bool is_causal = false;
 
-  // Scores of queries first_row .. first_row + rows − 1, [..., H, Q, S]: under GQA the G query
-  // heads of one key/value head are stacked along the rows, [..., Hk, G·Q, E] · [..., Hk, E, S],
-  // so K is never copied per query head.
-  at::Tensor scores(std::int64_t first_row, std::int64_t rows) const {
-    const at::Tensor block = query.narrow(-2, first_row, rows) * root;
+  // Scores of one block of query rows `rows` [..., H, Q, E], [..., H, Q, S]: under GQA the G query
+  // heads of one key/value head are stacked along the rows, [..., Hk, G·Q, E] · [..., Hk, E, S], so
+  // K is never copied per query head.
+  at::Tensor scores(const at::Tensor& rows) const {
+    const at::Tensor block = rows * root;
     if (group == 1) return at::matmul(block, scaled_keys);
-    const at::Tensor stacked = stacked_rows(block);
-    const at::Tensor scores = at::matmul(stacked, scaled_keys);  // [..., Hk, G·Q, S]
-    return scores.view(resized(resized(scores.sizes(), -3, scores.size(-3) * group), -2, rows));
+    const at::Tensor scores = at::matmul(stacked_rows(block), scaled_keys);  // [..., Hk, G·Q, S]
+    return scores.view(resized(resized(scores.sizes(), -3, scores.size(-3) * group), -2, rows.size(-2)));
+  }
+
+  // The block's probabilities: masked scores, softmax over the keys.
+  at::Tensor probabilities(const at::Tensor& rows, std::int64_t first_row) const {
+    return at::_safe_softmax(masked(scores(rows), first_row), /*dim=*/-1);
   }
 
   // A·V of one block of probabilities [..., H, Q, S]: [..., H, Q, Ev].
@@ -78,6 +84,110 @@ struct AttentionCall {
       return in_place ? scores.masked_fill_(hidden, minus_infinity) : scores.masked_fill(hidden, minus_infinity);
     }
     return in_place ? scores.add_(block_mask) : scores + block_mask;
+  }
+};
+
+// The output [..., H, L, Ev] of `call` with its blocks' probabilities passed through `block`
+// (probabilities [..., H, Q, S], first row) -> probabilities A·V is taken of.
+template <typename Block>
+at::Tensor blocked_output(const AttentionCall& call, std::int64_t rows, const Block& block) {
+  const std::int64_t length = call.query.size(-2);
+  at::Tensor output;  // allocated with the first block when there are several
+  for (std::int64_t first_row = 0; first_row < length; first_row += rows) {
+    const std::int64_t count = std::min(rows, length - first_row);
+    const at::Tensor probs = block(call.probabilities(call.query.narrow(-2, first_row, count), first_row), first_row);
+    at::Tensor block_output = call.outputs(probs);
+    if (count == length) return block_output;
+    if (!output.defined()) output = at::empty(resized(block_output.sizes(), -2, length), block_output.options());
+    output.narrow(-2, first_row, count).copy_(block_output);
+  }
+  return output;
+}
+
+// The attention of one call differentiated block by block (gradient checkpointing per block): the
+// forward keeps q, k, v and the layer's head scale, not the probabilities, and the backward
+// recomputes each block's probabilities and differentiates that block alone. Autograd through the
+// plain blocks would keep every block of every layer until the backward, T² per layer again.
+class RecomputedAttention : public torch::autograd::Function<RecomputedAttention> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* context, const at::Tensor& query,
+                            const at::Tensor& key, const at::Tensor& value, const at::Tensor& scale,
+                            const AttentionCall* call, AttentionBlocks* blocks) {
+    const std::int64_t batch = blocks->batch();
+    const bool scaled = scale.numel() > 0;  // [B, H], or empty when the layer has no head scale
+    at::Tensor output = blocked_output(*call, blocks->rows(), [&](at::Tensor probs, std::int64_t first_row) {
+      blocks->deliver(probs, first_row);
+      return scaled ? scale_heads(probs, batch, scale) : probs;
+    });
+    context->save_for_backward({query, key, value, scale});
+    context->saved_data["mask"] = call->mask;
+    context->saved_data["root"] = call->root;
+    context->saved_data["group"] = call->group;
+    context->saved_data["is_causal"] = call->is_causal;
+    context->saved_data["rows"] = blocks->rows();
+    context->saved_data["batch"] = batch;
+    return output;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
+                                                 torch::autograd::variable_list gradients) {
+    const torch::autograd::variable_list saved = context->get_saved_variables();
+    const at::Tensor& query = saved[0];
+    const bool wants_query = context->needs_input_grad(0);
+    const bool wants_key = context->needs_input_grad(1);
+    const bool wants_value = context->needs_input_grad(2);
+    const bool wants_scale = context->needs_input_grad(3);
+    AttentionCall call;
+    const at::IValue& mask = context->saved_data["mask"];
+    if (mask.isTensor()) call.mask = mask.toTensor();
+    call.root = context->saved_data["root"].toDouble();
+    call.group = context->saved_data["group"].toInt();
+    call.is_causal = context->saved_data["is_causal"].toBool();
+    const std::int64_t rows = context->saved_data["rows"].toInt();
+    const std::int64_t batch = context->saved_data["batch"].toInt();
+
+    const at::AutoGradMode recompute(true);
+    // (k·√s) as a leaf, so each block's gradient is taken with respect to it alone.
+    const at::Tensor scaled_keys = (saved[1].detach() * call.root).requires_grad_(wants_key);
+    call.scaled_keys = scaled_keys.transpose(-2, -1);
+    call.values = saved[2].detach().requires_grad_(wants_value);
+    const at::Tensor scale = saved[3].numel() > 0 ? saved[3].detach().requires_grad_(wants_scale) : at::Tensor();
+    at::Tensor query_gradient = wants_query ? at::empty_like(query) : at::Tensor();
+    at::Tensor key_gradient, value_gradient, scale_gradient;
+    const auto add = [](at::Tensor& sum, const at::Tensor& term) {
+      if (!term.defined()) return;
+      sum = sum.defined() ? sum.add_(term) : term;
+    };
+    const std::int64_t length = query.size(-2);
+    for (std::int64_t first_row = 0; first_row < length; first_row += rows) {
+      const std::int64_t count = std::min(rows, length - first_row);
+      const at::Tensor block = query.narrow(-2, first_row, count).detach().requires_grad_(wants_query);
+      at::Tensor probs = call.probabilities(block, first_row);
+      if (scale.defined()) probs = scale_heads(probs, batch, scale);
+      const at::Tensor output = call.outputs(probs);
+      std::vector<at::Tensor> inputs;
+      if (wants_query) inputs.push_back(block);
+      if (wants_key) inputs.push_back(scaled_keys);
+      if (wants_value) inputs.push_back(call.values);
+      if (wants_scale && scale.defined()) inputs.push_back(scale);
+      const torch::autograd::variable_list parts = torch::autograd::grad(
+          {output}, inputs, {gradients[0].narrow(-2, first_row, count)}, /*retain_graph=*/false,
+          /*create_graph=*/false, /*allow_unused=*/true);
+      std::size_t next = 0;
+      if (wants_query) {
+        const at::Tensor& part = parts[next++];
+        if (part.defined()) {
+          query_gradient.narrow(-2, first_row, count).copy_(part);
+        } else {
+          query_gradient.narrow(-2, first_row, count).zero_();
+        }
+      }
+      if (wants_key) add(key_gradient, parts[next++]);
+      if (wants_value) add(value_gradient, parts[next++]);
+      if (wants_scale && scale.defined()) add(scale_gradient, parts[next++]);
+    }
+    if (key_gradient.defined()) key_gradient = key_gradient * call.root;
+    return {query_gradient, key_gradient, value_gradient, scale_gradient, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -134,18 +244,21 @@ at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const
   if (call.mask.defined()) shape = at::infer_size(shape, call.mask.sizes());
   AttentionBlocks blocks(shape, at::elementSize(at::result_type(query, key)), query.device());
   const std::int64_t rows = blocks.rows();
-
-  at::Tensor output;  // [..., H, L, Ev], allocated with the first block when there are several
-  for (std::int64_t first_row = 0; first_row < length; first_row += rows) {
-    const std::int64_t count = std::min(rows, length - first_row);
-    at::Tensor probs = at::_safe_softmax(call.masked(call.scores(first_row, count), first_row), /*dim=*/-1);
-    probs = blocks.observe(probs, first_row);
-    at::Tensor block_output = call.outputs(probs);
-    if (count == length) return block_output;
-    if (!output.defined()) output = at::empty(resized(block_output.sizes(), -2, length), block_output.options());
-    output.narrow(-2, first_row, count).copy_(block_output);
+  // A backward pass through several blocks recomputes them one at a time (RecomputedAttention),
+  // unless an edit, which only the plain blocks apply, is in place.
+  const at::Tensor head_scale = blocks.head_scale();
+  const bool differentiated =
+      at::GradMode::is_enabled() && (query.requires_grad() || key.requires_grad() || value.requires_grad() ||
+                                     (head_scale.defined() && head_scale.requires_grad()));
+  if (differentiated && rows < length && !blocks.edits() && !(call.mask.defined() && call.mask.requires_grad())) {
+    // Function::apply takes defined tensors only: no scale is an empty one.
+    return RecomputedAttention::apply(query, key, value,
+                                      head_scale.defined() ? head_scale : at::empty({0}, query.options()), &call,
+                                      &blocks);
   }
-  return output;
+  return blocked_output(call, rows, [&](const at::Tensor& probs, std::int64_t first_row) {
+    return blocks.observe(probs, first_row);
+  });
 }
 
 }  // namespace headscan

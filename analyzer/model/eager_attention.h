@@ -14,7 +14,9 @@
 // observed block by block (capture.h, AttentionBlocks): handed to the classifiers with its first
 // row, scaled by the causal passes' head scales and edited. One call is one layer, so only one
 // block [..., H, Q, S] of probabilities is alive at a time; with Q = L it is the unblocked
-// computation. Shapes as the op's: q [..., H, L, E], k [..., Hk, S, E], v [..., Hk, S, Ev].
+// computation. A gradient through several blocks (the importance pass's head scales) is taken
+// block by block: the backward recomputes each block's probabilities from q, k, v rather than
+// keeping them all. Shapes as the op's: q [..., H, L, E], k [..., Hk, S, E], v [..., Hk, S, Ev].
 
 #include <optional>
 
