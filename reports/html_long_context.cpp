@@ -177,6 +177,41 @@ std::string plan_map(const Json& plan, const LayerNumbering& numbering) {
   return html;
 }
 
+// The plan's check on the needle probes (--ablation), a column per probe length: the full model's
+// copy events and the share the restricted model still makes, with its loss change on them.
+std::string plan_needles(const Json& plan) {
+  if (plan.contains("needles_note")) return "<p class=\"note\">" + json_value_html(plan["needles_note"]) + "</p>";
+  const Json needles = plan.value("needles", Json());
+  const auto row = [&](const char* key) {
+    const Json values = needles.value(key, Json());
+    return values.is_array() ? values : Json::array();
+  };
+  const Json lengths = row("lengths");
+  if (lengths.empty()) return "";
+  const Json events = row("copy_events");
+  const Json accuracy = row("copy_accuracy");
+  const Json loss = row("loss_delta");
+  const auto cell = [](const Json& values, std::size_t index, const auto& text) {
+    return "<td>" + (index < values.size() ? text(values[index]) : std::string("—")) + "</td>";
+  };
+  std::string html =
+      "<p>On the needle probes, with every streaming head restricted to its cache: the share of the model's copy "
+      "events it still makes, and the change of its loss on the copied needle tokens.</p><table class=\"kv\"><tr>"
+      "<th>needle probes (tokens)</th>";
+  for (const auto& length : lengths) html += "<td>" + json_value_html(length) + "</td>";
+  html += "</tr><tr><th>copy events</th>";
+  for (std::size_t i = 0; i < lengths.size(); ++i) html += cell(events, i, json_value_html);
+  html += "</tr><tr><th>still copied</th>";
+  for (std::size_t i = 0; i < lengths.size(); ++i) html += cell(accuracy, i, percent);
+  html += "</tr><tr><th>loss change (nats)</th>";
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    html += cell(loss, i, [](const Json& value) {
+      return value.is_number() ? fmt::format("{:+.4f}", value.get<double>()) : std::string("—");
+    });
+  }
+  return html + "</tr></table>";
+}
+
 std::string plan_summary(const Json& plan) {
   std::string html = fmt::format(
       "<p>{} of {} key/value heads keep a full cache; the others keep {} sink tokens and the {} most recent "
@@ -197,7 +232,7 @@ std::string plan_summary(const Json& plan) {
                         plan["loss_delta"].is_number() ? plan["loss_delta"].get<double>() : 0.0);
   }
   if (plan.contains("loss_note")) html += "<p class=\"note\">" + json_value_html(plan["loss_note"]) + "</p>";
-  return html;
+  return html + plan_needles(plan);
 }
 
 }  // namespace

@@ -416,3 +416,20 @@ TEST_CASE("the long-context section draws the needle grid: the model's per lengt
   CHECK(html.find("title=\"8 of 8 copy events where the head&#39;s argmax key is the copied token\">100 %") != std::string::npos);
   CHECK(html.find("title=\"1 of 7 copy events where the head&#39;s argmax key is the copied token\">14 %") != std::string::npos);
 }
+
+TEST_CASE("the long-context section gives the KV-cache plan's needle check per probe length", "[reports]") {
+  nlohmann::ordered_json document = nlohmann::ordered_json::parse(R"({
+    "kv_plan": {"sink_size": 4, "recent_size": 64, "full_kv_heads": 1, "kv_heads": 2,
+                "needles": {"lengths": [4096, 8192], "copy_events": [440, 0], "copy_accuracy": [0.6, null],
+                            "loss_delta": [2.121882, null]}}})");
+  std::string html = long_context_section(document);
+  CHECK(html.find("<th>needle probes (tokens)</th><td>4096</td><td>8192</td>") != std::string::npos);
+  CHECK(html.find("<th>copy events</th><td>440</td><td>0</td>") != std::string::npos);
+  CHECK(html.find("<th>still copied</th><td>60.0 %</td><td>—</td>") != std::string::npos);
+  CHECK(html.find("<th>loss change (nats)</th><td>+2.1219</td><td>—</td>") != std::string::npos);
+  document["kv_plan"].erase("needles");
+  document["kv_plan"]["needles_note"] = "the model copied the needle 0 times";
+  html = long_context_section(document);
+  CHECK(html.find("needle probes (tokens)") == std::string::npos);
+  CHECK(html.find("<p class=\"note\">the model copied the needle 0 times</p>") != std::string::npos);
+}
