@@ -46,39 +46,47 @@ std::vector<at::Tensor> streaming_heads(RunState& state, int kv_heads) {
   return layers;
 }
 
+// The next-token loss (nats) of `tokens` [N] at the rows [N] and queries [N] of `logits` [B, T, V].
+at::Tensor token_loss(const at::Tensor& logits, const at::Tensor& rows, const at::Tensor& queries,
+                      const at::Tensor& tokens) {
+  const at::Tensor at_queries = logits.index({rows, queries}).to(torch::kDouble);  // [N, V]
+  return -torch::log_softmax(at_queries, /*dim=*/-1).gather(1, tokens.unsqueeze(1)).squeeze(1);
+}
+
 // One batch of needle probes, once as the model is and once with `edit`: adds the full model's copy
 // events, those the edited model still makes (its top prediction is the copied needle token) and
-// the summed change of the copied token's next-token loss to `checked`.
+// the summed change of the copied token's next-token loss to `checked`. The first call's logits are
+// let go before the second.
 void check_needle_batch(RunState& state, const std::vector<Sequence>& batch, const std::vector<const NeedleProbe*>& probes,
                         const AttentionEdit& edit, KvPlanNeedles& checked) {
-  const ForwardOutput full = state.forward(batch, std::nullopt, 0, nullptr);
-  if (!full.logits) throw InputError("the model returned no logits for the needle probes");
-  std::vector<std::int64_t> events;
-  const at::Tensor targets = needle_targets(*full.logits, probes, events);  // [B, T]: the key copied, or -1
   std::int64_t batch_events = 0;
-  for (const std::int64_t count : events) batch_events += count;
-  if (batch_events == 0) return;
+  at::Tensor rows, queries, copied, full_loss;  // [N]: each copy event's sequence, query and token; the loss
+  {
+    const ForwardOutput full = state.forward(batch, std::nullopt, 0, nullptr);
+    if (!full.logits) throw InputError("the model returned no logits for the needle probes");
+    std::vector<std::int64_t> events;
+    const at::Tensor targets = needle_targets(*full.logits, probes, events);  // [B, T]: the key copied, or -1
+    for (const std::int64_t count : events) batch_events += count;
+    if (batch_events == 0) return;
+    // The copied token of each event: the id at the key it copies.
+    const std::int64_t columns = targets.size(1);
+    at::Tensor ids = torch::zeros({static_cast<std::int64_t>(batch.size()), columns}, torch::kInt64);
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      const auto& sequence = batch[b].ids;
+      const auto count = std::min<std::int64_t>(columns, static_cast<std::int64_t>(sequence.size()));
+      ids[static_cast<std::int64_t>(b)].slice(/*dim=*/0, 0, count).copy_(torch::tensor(
+          std::vector<std::int64_t>(sequence.begin(), sequence.begin() + count), torch::kInt64));
+    }
+    const at::Tensor at_event = targets.ge(0).nonzero();  // [N, 2]: sequence, query
+    rows = at_event.select(/*dim=*/1, 0);
+    queries = at_event.select(/*dim=*/1, 1);
+    copied = ids.to(targets.device()).gather(1, targets.clamp_min(0)).index({rows, queries});
+    full_loss = token_loss(*full.logits, rows, queries, copied);
+  }
   const ForwardOutput restricted = state.forward(batch, std::nullopt, 0, nullptr, nullptr, nullptr, &edit);
   if (!restricted.logits) throw InputError("the model returned no logits for the needle probes");
-  // The copied token of each event: the id at the key it copies.
-  const std::int64_t columns = targets.size(1);
-  at::Tensor ids = torch::zeros({static_cast<std::int64_t>(batch.size()), columns}, torch::kInt64);
-  for (std::size_t b = 0; b < batch.size(); ++b) {
-    const auto& sequence = batch[b].ids;
-    const auto count = std::min<std::int64_t>(columns, static_cast<std::int64_t>(sequence.size()));
-    ids[static_cast<std::int64_t>(b)].slice(/*dim=*/0, 0, count).copy_(torch::tensor(
-        std::vector<std::int64_t>(sequence.begin(), sequence.begin() + count), torch::kInt64));
-  }
-  const at::Tensor at_event = targets.ge(0).nonzero();  // [N, 2]: sequence, query
-  const at::Tensor rows = at_event.select(/*dim=*/1, 0);
-  const at::Tensor queries = at_event.select(/*dim=*/1, 1);
-  const at::Tensor copied = ids.to(targets.device()).gather(1, targets.clamp_min(0)).index({rows, queries});  // [N]
-  auto token_loss = [&](const at::Tensor& logits) {  // [N] nats
-    const at::Tensor event_logits = logits.index({rows, queries}).to(torch::kDouble);  // [N, V]
-    return -torch::log_softmax(event_logits, /*dim=*/-1).gather(1, copied.unsqueeze(1)).squeeze(1);
-  };
   const at::Tensor kept = restricted.logits->index({rows, queries}).argmax(/*dim=*/-1).eq(copied).sum();
-  const at::Tensor delta = (token_loss(*restricted.logits) - token_loss(*full.logits)).sum();
+  const at::Tensor delta = (token_loss(*restricted.logits, rows, queries, copied) - full_loss).sum();
   checked.copy_events += batch_events;
   checked.kept += kept.item<std::int64_t>();
   checked.loss_delta_sum += delta.item<double>();
