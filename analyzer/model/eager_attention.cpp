@@ -44,9 +44,13 @@ struct AttentionCall {
     return scores.view(resized(resized(scores.sizes(), -3, scores.size(-3) * group), -2, rows.size(-2)));
   }
 
-  // The block's probabilities: masked scores, softmax over the keys.
+  // The block's probabilities: masked scores, softmax over the keys. Without attn_mask every row
+  // sees a key (key 0, under the causal rule), so the plain softmax gives _safe_softmax's values
+  // without its pass over the rows for those with none.
   at::Tensor probabilities(const at::Tensor& rows, std::int64_t first_row) const {
-    return at::_safe_softmax(masked(scores(rows), first_row), /*dim=*/-1);
+    const at::Tensor scores = masked(this->scores(rows), first_row);
+    if (!mask.defined() && scores.size(-1) > 0) return at::softmax(scores, /*dim=*/-1);
+    return at::_safe_softmax(scores, /*dim=*/-1);
   }
 
   // A·V of one block of probabilities [..., H, Q, S]: [..., H, Q, Ev].
