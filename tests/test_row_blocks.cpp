@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 // LibTorch's glog defines CHECK as an abort; the tests mean Catch's.
 #undef CHECK
@@ -34,6 +35,19 @@ struct PlantedBatch {
   std::vector<SequenceWords> words;
   std::vector<const SequenceWords*> per_sequence;
   std::vector<at::Tensor> attention;  // per layer, [B, H, T, T]
+
+  // The same batch with its tensors on `device` (the words stay on the host, pointed to anew).
+  PlantedBatch to(const c10::Device& device) const {
+    PlantedBatch moved = *this;
+    for (at::Tensor* tensor : {&moved.ids, &moved.valid, &moved.queries, &moved.special, &moved.idf,
+                               &moved.punctuation, &moved.needle_targets}) {
+      if (tensor->defined()) *tensor = tensor->to(device);
+    }
+    for (at::Tensor& layer : moved.attention) layer = layer.to(device);
+    moved.per_sequence.clear();
+    for (const SequenceWords& sequence : moved.words) moved.per_sequence.push_back(&sequence);
+    return moved;
+  }
 };
 
 // Random attention over the keys each query sees (valid, and j ≤ i when causal), with head 0 leaning
@@ -309,4 +323,23 @@ TEST_CASE("a row block past the attention's rows is refused", "[row-blocks]") {
   CHECK_THROWS_WITH(summarize_rows(block, /*causal=*/false, /*first_row=*/3),
                     Catch::Contains("reaches past the last of its T = 5 rows"));
   CHECK_NOTHROW(summarize_rows(block, /*causal=*/false, /*first_row=*/2));
+}
+
+// On a GPU the statistics are the tensor definitions (the row summary's, index_put_ for the target
+// keys): the same equality there. Tagged [gpu]: run by tests/gpu/run_if_gpu.sh where LibTorch sees a
+// GPU; hidden ([.gpu]) from a plain run of the test binary.
+TEST_CASE("gpu: every classifier gives the same statistics whatever the row blocks", "[.gpu]") {
+  REQUIRE(torch::cuda::is_available());
+  for (const bool causal : {true, false}) {
+    Feed feed = planted_feed(causal);
+    for (PlantedBatch& batch : feed.batches) batch = batch.to(c10::Device(c10::kCUDA, 0));
+    const Outcome whole = run_blocks(feed, 0);
+    check_not_vacuous(whole.heads, causal);
+    for (const std::int64_t rows : {1, 7}) {
+      INFO((causal ? "causal" : "bidirectional") << ", blocks of " << rows << " rows on the GPU");
+      const Outcome blocked = run_blocks(feed, rows);
+      check_equal(whole.saved, blocked.saved, "statistics", 1e-9);
+      check_equal(nlohmann::json(whole.heads), nlohmann::json(blocked.heads), "heads", 1e-6 + 1e-9);
+    }
+  }
 }
