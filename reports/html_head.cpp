@@ -8,6 +8,7 @@
 
 #include "reports/html.h"
 #include "reports/html_causal.h"
+#include "reports/html_long_context.h"
 #include "reports/plots.h"
 #include "reports/text.h"
 
@@ -172,12 +173,15 @@ std::string head_page(const nlohmann::ordered_json& document, const ReportData& 
     html += fmt::format("<a href=\"{0}.html\">next: {0}</a>", data.head_list[static_cast<std::size_t>(index + 1)].id());
   }
   const std::string causal = causal_head_section(data, info);
+  const std::string needles = head_needle_section(document, info.layer, info.head);
   html += "</div></header><nav class=\"sections\"><a href=\"#labels\">Labels</a><a href=\"#scores\">Scores</a>";
+  if (!needles.empty()) html += "<a href=\"#needles\">Needle in a haystack</a>";
   if (!causal.empty()) html += "<a href=\"#causal\">Causal evidence</a>";
   if (!probes.empty()) html += "<a href=\"#probe\">Probe stripe</a>";
   html += "<a href=\"#attention\">Attention</a><a href=\"#confident\">Confident queries</a></nav><main>";
   html += labels_section(data, info);
   html += scores_section(data, info);
+  html += needles;
   html += causal;
 
   if (!probes.empty() && contents.viewer.probe) {

@@ -182,6 +182,7 @@ std::string plan_map(const Json& plan, const LayerNumbering& numbering) {
 std::string plan_needles(const Json& plan) {
   if (plan.contains("needles_note")) return "<p class=\"note\">" + json_value_html(plan["needles_note"]) + "</p>";
   const Json needles = plan.value("needles", Json());
+  if (!needles.is_object()) return "";  // no check without --ablation
   const auto row = [&](const char* key) {
     const Json values = needles.value(key, Json());
     return values.is_array() ? values : Json::array();
@@ -236,6 +237,29 @@ std::string plan_summary(const Json& plan) {
 }
 
 }  // namespace
+
+std::string head_needle_section(const Json& document, int layer, int head) {
+  const Json retrieval = document.value("retrieval", Json());
+  if (!retrieval.is_object()) return "";
+  const Json lengths = retrieval.value("lengths", Json::array());
+  const Json depths = retrieval.value("depths", Json::array());
+  const Json events = retrieval.value("grid", Json::object()).value("copy_events", Json());
+  const Json hits = retrieval.value("head_hits", Json());
+  if (!lengths.is_array() || !depths.is_array() || !grid_shaped(events, lengths.size(), depths.size()) ||
+      retrieval.value("copy_events", 0) <= 0 || layer < 0 || head < 0 || !hits.is_array() ||
+      static_cast<std::size_t>(layer) >= hits.size() || !hits[static_cast<std::size_t>(layer)].is_array() ||
+      static_cast<std::size_t>(head) >= hits[static_cast<std::size_t>(layer)].size()) {
+    return "";
+  }
+  const Json& cells = hits[static_cast<std::size_t>(layer)][static_cast<std::size_t>(head)];
+  if (!grid_shaped(cells, lengths.size(), depths.size())) return "";
+  return "<section id=\"needles\"><h2>Needle in a haystack</h2><p class=\"note\">The share of the model's copy "
+         "events on the needle probes where this head's argmax key is the needle token copied (its retrieval hits / "
+         "copy events), by probe length (rows, tokens) and needle depth (columns); a cell's title gives its "
+         "counts.</p>" +
+         grid_table(lengths, depths, cells, events, "copy events where the head's argmax key is the copied token", "") +
+         "</section>\n";
+}
 
 std::string long_context_section(const Json& document) {
   const Json summary = document.value("summary", Json());

@@ -13,4 +13,9 @@ namespace headscan {
 
 std::string long_context_section(const nlohmann::ordered_json& document);
 
+// A head page's "Needle in a haystack" section: the head's retrieval hits over the model's copy
+// events per probe length and depth (heads.json retrieval.head_hits[layer][head], `layer` the
+// attention map's row). "" when the run has no copy event or no grid.
+std::string head_needle_section(const nlohmann::ordered_json& document, int layer, int head);
+
 }  // namespace headscan

@@ -415,6 +415,17 @@ TEST_CASE("the long-context section draws the needle grid: the model's per lengt
   CHECK(html.find("L3 H1") == std::string::npos);
   CHECK(html.find("title=\"8 of 8 copy events where the head&#39;s argmax key is the copied token\">100 %") != std::string::npos);
   CHECK(html.find("title=\"1 of 7 copy events where the head&#39;s argmax key is the copied token\">14 %") != std::string::npos);
+  // A head's page: its own grid, by the attention map's row; none for a head past the grid.
+  const std::string page = head_needle_section(document, 0, 0);
+  CHECK(count(page, "<table class=\"needlegrid \">") == 1);
+  CHECK(page.find("title=\"1 of 7 copy events where the head&#39;s argmax key is the copied token\">14 %") != std::string::npos);
+  CHECK(count(head_needle_section(document, 0, 1), "title=\"0 of 8 copy events") == 1);
+  CHECK(head_needle_section(document, 0, 2).empty());
+  CHECK(head_needle_section(document, 1, 0).empty());
+  // A causal run without --ablation: its KV-cache plan has no needle check.
+  nlohmann::ordered_json planned = document;
+  planned["kv_plan"] = {{"sink_size", 4}, {"recent_size", 64}, {"full_attention_heads", {{1, 0}}}};
+  CHECK_NOTHROW(long_context_section(planned));
 }
 
 TEST_CASE("the long-context section gives the KV-cache plan's needle check per probe length", "[reports]") {
