@@ -305,6 +305,12 @@ def main(argv):
     assert 0 < accuracy < 1, accuracy
     close(needles["copy_accuracy"][0], accuracy, "kv_plan.needles.copy_accuracy", 1e-12)
     close(needles["loss_delta"][0], loss_delta, "kv_plan.needles.loss_delta", 1e-5)
+    # Batches of 3 probes, where a cell's 8 haystacks end in a short batch: the same check.
+    small = run(headscan, os.path.join(work, "needle_sink.pt"), corpus, os.path.join(work, "needle_sink_3"),
+                "--ablation", "--threshold", "streaming=0", "--batch-size", "3")["kv_plan"]["needles"]
+    assert small["lengths"] == needles["lengths"] and small["copy_events"] == needles["copy_events"], small
+    close(small["copy_accuracy"][0], needles["copy_accuracy"][0], "copy_accuracy with --batch-size 3", 1e-12)
+    close(small["loss_delta"][0], needles["loss_delta"][0], "loss_delta with --batch-size 3", 1e-6)
 
     # Random weights: none of the new labels.
     for name in ["random_gpt2", "random_bert"]:
