@@ -66,6 +66,9 @@ MAX_LENGTH = 300  # --max-length: the long line's first window has 300 tokens (a
 # A line of about 40 tokens, the whole corpus twice as one line (a window of 300 tokens and the
 # rest) and a short one.
 PT2_CORPUS = [CORPUS[1] + " " + CORPUS[5], " ".join(CORPUS * 2), CORPUS[3]]
+# Architectures of causal attention without windows or chunks, Llama's with as many key/value heads as
+# query heads and Qwen2's with half: their program's attention takes no [T, T] mask.
+COMPACT_MASK = ("llama", "qwen2")
 TRANSFORMERS_LOCK = threading.Lock()  # one transformers model built at a time in this process
 
 
@@ -115,22 +118,27 @@ def check_layers(arch, layers, n_layers):
     return [layer["index"] for layer in layers if layer["kind"] == "attention"]
 
 
-def program_targets(archive):
-    """{operator: count} of the exported program's nodes (models/model.json in the archive)."""
-    with zipfile.ZipFile(archive) as z:
-        name = next(entry for entry in z.namelist() if entry.endswith("/models/model.json"))
-        graph = json.loads(z.read(name))["graph_module"]["graph"]
+def program_targets(graph):
+    """{operator: count} of the exported program's nodes."""
     return collections.Counter(node["target"] for node in graph["nodes"])
 
 
+def program_graph(archive):
+    """The exported program's graph (models/model.json in the archive)."""
+    with zipfile.ZipFile(archive) as z:
+        name = next(entry for entry in z.namelist() if entry.endswith("/models/model.json"))
+        return json.loads(z.read(name))["graph_module"]["graph"]
+
+
 def check_attention(arch, metadata, stderr, targets, attention_layers):
-    """headscan.json's "attention" and the program's observers: SDPA's headscan::attention, or
-    eager attention's observed softmaxes with the reason."""
+    """headscan.json's "attention" and the program's observers: headscan's attention implementation
+    calling headscan::attention, or eager attention's observed softmaxes with the reason."""
     attentions = targets.get("torch.ops.headscan.attention.default", 0)
     observers = targets.get("torch.ops.headscan.observe.default", 0)
     if arch["eager"] is None:
-        assert metadata.get("attention") == "sdpa" and "attention_reason" not in metadata, \
-            f"headscan.json attention {metadata.get('attention')!r} ({metadata.get('attention_reason')}), expected sdpa"
+        assert metadata.get("attention") == "headscan" and "attention_reason" not in metadata, \
+            f"headscan.json attention {metadata.get('attention')!r} ({metadata.get('attention_reason')}), " \
+            "expected headscan"
         assert attentions == len(attention_layers) and observers == 0, \
             f"the program calls headscan::attention {attentions} times and observes {observers} softmaxes, " \
             f"expected headscan::attention once per attention layer ({len(attention_layers)})"
@@ -142,6 +150,38 @@ def check_attention(arch, metadata, stderr, targets, attention_layers):
     assert observers == len(attention_layers) and attentions == 0, \
         f"the program observes {observers} softmaxes and calls headscan::attention {attentions} times, expected " \
         f"one observed softmax per attention layer ({len(attention_layers)})"
+
+
+def attention_calls(graph):
+    """[(query sizes, key sizes, mask sizes or None, is_causal, enable_gqa)] of the program's
+    headscan::attention calls, sizes as the program states them (a symbol for a dynamic size)."""
+    def sizes(argument):
+        tensor = argument["arg"].get("as_tensor")
+        return None if tensor is None else [size.get("as_int", size.get("as_expr", {}).get("expr_str"))
+                                            for size in graph["tensor_values"][tensor["name"]]["sizes"]]
+
+    calls = []
+    for node in graph["nodes"]:
+        if node["target"] != "torch.ops.headscan.attention.default":
+            continue
+        arguments = {argument["name"]: argument for argument in node["inputs"]}
+        calls.append((sizes(arguments["query"]), sizes(arguments["key"]), sizes(arguments["attn_mask"]),
+                      arguments["is_causal"]["arg"].get("as_bool"), arguments["enable_gqa"]["arg"].get("as_bool")))
+    return calls
+
+
+def check_compact_mask(graph, kv_heads):
+    """An architecture of causal layers without windows: every headscan::attention takes the keys'
+    padding [B, 1, 1, T] (no [T, T] mask) and the causal rule, and the key/value heads as the model
+    computes them (enable_gqa where they are fewer than the query heads, no copies)."""
+    for query, key, mask, is_causal, enable_gqa in attention_calls(graph):
+        length = query[2]
+        assert mask is not None and mask[-2] == 1 and mask[-1] == length and is_causal, \
+            f"headscan::attention takes a mask {mask} (queries {query}), is_causal {is_causal}: expected the keys' " \
+            f"padding [B, 1, 1, {length}] and the causal rule"
+        assert key[1] == kv_heads and enable_gqa == (key[1] != query[1]), \
+            f"headscan::attention takes {key[1]} key heads for {query[1]} query heads (enable_gqa {enable_gqa}), " \
+            f"expected the model's {kv_heads} key/value heads, unrepeated"
 
 
 def observed_heads(archive, records, specials, causal):
@@ -174,7 +214,10 @@ def check(arch, headscan, corpus, work, observers, exporters):
         config = json.load(f)
     n_layers = config.get("num_hidden_layers", config.get("n_layer"))
     attention_layers = check_layers(arch, metadata.get("layers") or [], n_layers)
-    check_attention(arch, metadata, stderr, program_targets(archive), attention_layers)
+    graph = program_graph(archive)
+    check_attention(arch, metadata, stderr, program_targets(graph), attention_layers)
+    if arch["name"] in COMPACT_MASK:
+        check_compact_mask(graph, config["num_key_value_heads"])
     assert metadata.get("causal") == arch["causal"], f"headscan.json causal {metadata.get('causal')}"
 
     max_length = str(arch["max_length"] or MAX_LENGTH)

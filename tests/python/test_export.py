@@ -19,23 +19,31 @@ import torch
 
 try:
     import headscan
-    from headscan._export import ExportInputError, attention, checks, command, exporter, metadata, pt2
+    from headscan._export import (ExportInputError, attention, checks, command, exporter, headscan_attention, metadata,
+                                  pt2)
 except ImportError:  # no wheel: the exporter of the source tree, without headscan's C++ core
     headscan = None
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "analyzer" / "python" / "headscan"))
-    from _export import ExportInputError, attention, checks, command, exporter, metadata, pt2
+    from _export import ExportInputError, attention, checks, command, exporter, headscan_attention, metadata, pt2
 
 _PROGRAMS = {}
 
 
-def tiny_llama(implementation, **fields):
+def tiny_llama(implementation, config_class="LlamaConfig", **fields):
+    """A tiny random model of Llama's shape (4 query heads, 2 key/value heads); "headscan" is loaded
+    with SDPA attention and switched, as headscan export does."""
     import transformers
 
-    config = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                                      **fields)
+    config = getattr(transformers, config_class)(vocab_size=100, hidden_size=32, intermediate_size=64,
+                                                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                 max_position_embeddings=512, **fields)
     torch.manual_seed(0)
-    return transformers.AutoModelForCausalLM.from_config(config, attn_implementation=implementation).eval()
+    loaded = "sdpa" if implementation == "headscan" else implementation
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=loaded).eval()
+    if implementation == "headscan":
+        headscan_attention.register()
+        model.set_attn_implementation("headscan")
+    return model
 
 
 def exported_llama(implementation):
@@ -58,8 +66,7 @@ def raises(error, text, function, *args, **kwargs):
 
 def check_llama(implementation):
     model, exported = exported_llama(implementation)
-    observed = [node for node in exported.program.graph_module.graph.nodes
-                if node.op == "call_function" and str(node.target).startswith("headscan.")]
+    observed = observed_nodes(exported)
     op = "headscan.observe.default" if implementation == "eager" else "headscan.attention.default"
     assert [str(node.target) for node in observed] == [op, op]
     assert [node.args[-1] for node in observed] == [0, 1]
@@ -88,6 +95,52 @@ def test_eager_llama_exports_with_an_observer_per_layer():
 
 def test_sdpa_llama_exports_with_headscans_attention():
     check_llama("sdpa")
+
+
+def observed_nodes(exported):
+    return [node for node in exported.program.graph_module.graph.nodes
+            if node.op == "call_function" and str(node.target).startswith("headscan.")]
+
+
+def attention_arguments(node):
+    """headscan::attention's arguments by name: tensors as their (symbolic) sizes."""
+    names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa", "layer")
+    return {name: list(value.meta["val"].shape) if isinstance(value, torch.fx.Node) else value
+            for name, value in zip(names, node.args)}
+
+
+def test_llama_with_headscans_attention_takes_no_t_by_t_mask_and_no_repeated_heads():
+    check_llama("headscan")
+    model, exported = exported_llama("headscan")
+    for node in observed_nodes(exported):
+        arguments = attention_arguments(node)
+        batch, heads, length, _ = arguments["query"]
+        # The keys' padding broadcast over the queries, the causal rule, 2 key/value heads for 4.
+        assert arguments["attn_mask"][1:] == [1, 1, length] and arguments["is_causal"] is True
+        assert arguments["key"][:2] == [batch, 2] and arguments["value"][:2] == [batch, 2] and heads == 4
+        assert arguments["enable_gqa"] is True
+    # With SDPA attention: transformers' [B, 1, T, T] mask and the key/value heads repeated.
+    for node in observed_nodes(exported_llama("sdpa")[1]):
+        arguments = attention_arguments(node)
+        assert arguments["attn_mask"][-2:] == arguments["query"][2:3] * 2 and arguments["key"][1] == 4
+
+
+def test_a_sliding_window_keeps_the_full_mask_under_headscans_attention():
+    model = tiny_llama("headscan", config_class="MistralConfig", sliding_window=8)
+    exported = exporter.export_model(model, None, max_length=64, config=model.config, metadata={"name": "mistral"})
+    assert exported.metadata["attention"] == "headscan" and len(observed_nodes(exported)) == 2
+    for node in observed_nodes(exported):
+        arguments = attention_arguments(node)
+        assert arguments["attn_mask"][-2:] == arguments["query"][2:3] * 2 and arguments["is_causal"] is False
+        assert arguments["key"][1] == 2 and arguments["enable_gqa"] is True
+    program = exported.program.module()
+    ids = (torch.arange(40) * 7 % 100).view(1, 40)
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        model.set_attn_implementation("eager")
+        want = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        model.set_attn_implementation("headscan")
+        assert (program(ids, mask) - want).abs().max().item() < 1e-4
 
 
 def test_the_archive_holds_headscan_json_with_the_layers(tmp_path):
@@ -129,13 +182,31 @@ def chosen_attention(model, requested="auto", dtype=torch.float32):
     return attention.exact_attention(model, requested, run, load_eager, dtype)
 
 
-def test_sdpa_is_kept_where_it_computes_what_eager_attention_does():
+def test_headscans_attention_is_chosen_where_it_computes_what_eager_attention_does():
     model = tiny_llama("sdpa")
     chosen, kind, why = chosen_attention(model)
-    assert chosen is model and kind == "sdpa" and why is None
-    assert model.config._attn_implementation == "sdpa"
-    # Gemma 2 without soft-capping is SDPA's too.
-    assert chosen_attention(tiny_gemma2(None))[1:] == ("sdpa", None)
+    assert chosen is model and kind == "headscan" and why is None
+    assert model.config._attn_implementation == "headscan"
+    # Gemma 2 without soft-capping is SDPA's too, so headscan's.
+    assert chosen_attention(tiny_gemma2(None))[1:] == ("headscan", None)
+
+
+def test_headscans_attention_that_differs_from_eager_attention_keeps_sdpa():
+    original = headscan_attention.attention_forward
+
+    def shifted(*args, **kwargs):
+        output, _ = original(*args, **kwargs)
+        return output + 0.01, None
+
+    headscan_attention.attention_forward = shifted  # what register() registers
+    try:
+        model = tiny_llama("sdpa")
+        chosen, kind, why = chosen_attention(model)
+    finally:
+        headscan_attention.attention_forward = original
+        headscan_attention.register()
+    assert chosen is model and kind == "sdpa" and model.config._attn_implementation == "sdpa"
+    assert why.startswith("its output with headscan's attention differs from eager attention's by ")
 
 
 def test_bfloat16_is_compared_in_float32_and_restored_exactly():
@@ -143,7 +214,7 @@ def test_bfloat16_is_compared_in_float32_and_restored_exactly():
     before = {name: tensor.clone() for name, tensor in (*model.named_parameters(), *model.named_buffers())}
     # In bfloat16 the two attentions' logits differ by their rounding, beyond the bfloat16 tolerance.
     chosen, kind, why = chosen_attention(model, dtype=torch.bfloat16)
-    assert chosen is model and kind == "sdpa" and why is None
+    assert chosen is model and kind == "headscan" and why is None
     after = dict((*model.named_parameters(), *model.named_buffers()))
     assert before.keys() == after.keys()
     for name, tensor in before.items():

@@ -7,6 +7,9 @@ model     the model: its size from the config, its class, loading it, the wrappe
 checks    what an archive must satisfy before it is saved (graph, attention rows, shapes, lengths,
           padding), the archive compared with the eager model;
 ops       headscan's two operators (headscan::observe, headscan::attention) as torch.export sees them;
+attention which attention the model is loaded with: headscan's, SDPA or eager, where each is exact;
+headscan_attention  transformers' attention implementation "headscan": headscan::attention called by
+          the model, with the keys' padding as its mask instead of a [B, 1, T, T] one;
 program   torch.export, the observers placed on the attention probabilities;
 layers    the model's layers as it numbers them, with their kinds;
 pt2       the checks on the exported program and the .pt2 archive written (to a file or to memory);

@@ -1,5 +1,5 @@
-"""Which attention `headscan export` loads a model with: transformers' SDPA attention where it is
-exact, else eager attention.
+"""Which attention `headscan export` loads a model with: headscan's own implementation of SDPA
+attention where it is exact, else transformers' SDPA attention where that is, else eager attention.
 
 With SDPA, each attention is one scaled_dot_product_attention call, which the exported program
 runs as headscan::attention (program.py): headscan computes it, block by block, without the model
@@ -8,14 +8,17 @@ observed: the whole matrix per layer. SDPA is exact where transformers' sdpa_att
 computes what the model's eager attention computes; it is not where the model's attention passes it
 something it ignores (Gemma 2's soft-capping of the scores, gpt-oss's sinks), calls it more than
 once per map (differential attention), or where its output differs from the same weights under
-eager attention for any other reason, which is measured.
+eager attention for any other reason, which is measured. headscan's implementation
+(headscan_attention.py) computes SDPA's attention without its [B, 1, T, T] mask and without
+repeating grouped key/value heads: it is kept where the model's output under it is eager
+attention's too, which is measured as well.
 """
 
 import contextlib
 
 import torch
 
-from . import ExportInputError
+from . import ExportInputError, headscan_attention
 from .checks import close
 
 MODES = ("auto", "sdpa", "eager")
@@ -87,12 +90,14 @@ def sdpa_difference(run_sdpa, run_eager, dtype):
 
 
 def exact_attention(model, requested, run, load_eager, dtype):
-    """(the model to export, "sdpa" or "eager", why eager or None) for a model loaded with SDPA
-    attention (`requested` "auto" or "sdpa"): kept with SDPA where it computes what eager attention
-    does (see sdpa_difference), else switched to eager attention (or, for a model transformers
-    cannot switch after loading, load_eager() loaded again). run(model) gives its output on the
-    check batch's real tokens (padding queries, which headscan leaves out, see what each attention
-    makes of a row of masked keys: Llama 4's differ). --attention sdpa keeps SDPA without comparing."""
+    """(the model to export, "headscan", "sdpa" or "eager", why not "headscan" or None) for a model
+    loaded with SDPA attention (`requested` "auto" or "sdpa"). Kept with SDPA where it computes what
+    eager attention does (see sdpa_difference), else switched to eager attention (or, for a model
+    transformers cannot switch after loading, load_eager() loaded again); with SDPA kept, switched
+    to headscan's own implementation (headscan_attention.py: no [B, 1, T, T] mask) where its output
+    is eager attention's too. run(model) gives its output on the check batch's real tokens (padding
+    queries, which headscan leaves out, see what each attention makes of a row of masked keys:
+    Llama 4's differ). --attention sdpa keeps SDPA without comparing."""
     if requested == "sdpa":
         return model, "sdpa", None
     can_switch = hasattr(model, "set_attn_implementation") and type(model)._can_set_attn_implementation()
@@ -103,25 +108,59 @@ def exact_attention(model, requested, run, load_eager, dtype):
         with widened(model, dtype):
             chosen, kind, why = exact_attention(model, requested, run, load_eager, torch.float32)
         return chosen, kind, why
-    eager_copy = []
+    eager_copy, eager_output = [], []
 
     def run_eager():
-        if can_switch:
-            model.set_attn_implementation("eager")
-            try:
-                return run(model)
-            finally:
-                model.set_attn_implementation("sdpa")
-        eager_copy.append(load_eager())
-        return run(eager_copy[0])
+        if not eager_output:
+            if can_switch:
+                model.set_attn_implementation("eager")
+                try:
+                    eager_output.append(run(model))
+                finally:
+                    model.set_attn_implementation("sdpa")
+            else:
+                eager_copy.append(load_eager())
+                eager_output.append(run(eager_copy[0]))
+        return eager_output[0]
 
     why = sdpa_difference(lambda: run(model), run_eager, dtype)
-    if why is None:
-        return model, "sdpa", None
-    if can_switch:
-        model.set_attn_implementation("eager")
-        return model, "eager", why
-    return (eager_copy[0] if eager_copy else load_eager()), "eager", why
+    if why is not None:
+        if can_switch:
+            model.set_attn_implementation("eager")
+            return model, "eager", why
+        return (eager_copy[0] if eager_copy else load_eager()), "eager", why
+    if not can_switch:
+        return model, "sdpa", (f"transformers cannot switch {type(model).__name__}'s attention after loading it, "
+                               "so headscan's own attention (without the [B, 1, T, T] mask) was not tried")
+    why = headscan_difference(model, run, run_eager, dtype)
+    if why is not None:
+        model.set_attn_implementation("sdpa")
+        return model, "sdpa", why
+    return model, "headscan", None
+
+
+def headscan_difference(model, run, run_eager, dtype):
+    """None when `model` switched to headscan's attention implementation computes what it computes
+    with eager attention on the check batch, else why not (the model is left switched)."""
+    headscan_attention.register()
+    with torch.no_grad():
+        want = run_eager()
+        try:
+            model.set_attn_implementation(headscan_attention.NAME)
+            got = run(model)
+        except Exception as e:  # noqa: BLE001 - a model's code that cannot take the compact mask
+            return f"its forward fails with headscan's attention ({type(e).__name__}: {first_line(e)})"
+    if got.shape != want.shape:
+        return f"its output with headscan's attention is {list(got.shape)}, with eager attention {list(want.shape)}"
+    if not close(got, want, dtype):
+        return (f"its output with headscan's attention differs from eager attention's by "
+                f"{(got.float() - want.float()).abs().max().item():.3g}")
+    return None
+
+
+def first_line(error):
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def widening_fits(model, dtype):

@@ -11,11 +11,17 @@ Attention (--attention auto, the default)
   it computes what eager attention computes: compared on a padded batch of 65 tokens, the same
   weights under eager attention must give the same output (within the checks' tolerance), and no
   attention may pass SDPA what it ignores (soft-capping, sinks) or call it twice per map
-  (differential attention). Each attention is then one scaled_dot_product_attention, which headscan
-  computes in row blocks (headscan::attention), and max_length defaults to the model's positions.
-  Otherwise the model is loaded with eager attention, said on stderr and in headscan.json
-  ("attention": "eager", "attention_reason"), and max_length's default is at most 1024: the model
-  materialises its [B, H, T, T] probabilities. --attention sdpa|eager forces one.
+  (differential attention). It is then switched to headscan's own implementation of SDPA attention
+  where the model's output under it is eager attention's too: each attention calls
+  headscan::attention, which headscan computes in row blocks, with the keys' padding as its mask
+  ([B, 1, 1, T]) and the causal rule, and grouped key/value heads unrepeated; layers whose mask is
+  more than that (sliding windows, chunks) keep transformers' [B, 1, T, T] mask. Where it is not
+  exact, SDPA attention is kept (each attention one scaled_dot_product_attention, computed by
+  headscan::attention with that [B, 1, T, T] mask), with the reason in headscan.json
+  ("attention_reason"). max_length then defaults to the model's positions. Otherwise the model is
+  loaded with eager attention, said on stderr and in headscan.json ("attention": "eager",
+  "attention_reason"), and max_length's default is at most 1024: the model materialises its
+  [B, H, T, T] probabilities. --attention sdpa|eager forces one.
 
 What it writes
   OUT.pt2, the model's forward(input_ids, attention_mask) (int64 [B, T], mask 1 = real token, B and
@@ -27,7 +33,7 @@ What it writes
   stack with its index, module path and kind (attention, linear attention, state space,
   convolution, none), and "min_length", the shortest length the program takes, where it is more
   than 2 (a branch on short lengths in the model's Python: shorter sequences must be padded to it).
-  "attention": "sdpa" or "eager" (above). The fields are chosen as scripts/export_hf.py chooses
+  "attention": "headscan", "sdpa" or "eager" (above). The fields are chosen as scripts/export_hf.py chooses
   them, max_length's default as said above.
 
 Checks before saving, on the exported program against the model: attention rows sum to at most 1;
@@ -147,18 +153,32 @@ def export(args):
 
     model, attention, attention_reason = load_with_attention(args, config, tokenizer, bos_token, device)
     if attention_reason and args.attention == "auto":
-        print(f"{PROG}: {type(model).__name__} is exported with eager attention, whose [B, H, T, T] probabilities "
-              f"the model materialises per layer: {attention_reason}", file=sys.stderr)
+        said = (f"eager attention, whose [B, H, T, T] probabilities the model materialises per layer"
+                if attention == "eager" else "SDPA attention, whose mask is [B, 1, T, T] per batch")
+        print(f"{PROG}: {type(model).__name__} is exported with {said}: {attention_reason}", file=sys.stderr)
     max_length, max_length_source = choose_max_length(args, config, args.model_dir, attention)
     vocab_size = model.get_input_embeddings().num_embeddings
     if tokenizer.get_vocab_size() > vocab_size:
         print(f"{PROG}: warning: the tokenizer has {tokenizer.get_vocab_size()} tokens, the model's "
               f"embedding {vocab_size}: ids beyond it fail in headscan", file=sys.stderr)
     causal_source = None if args.causal is None else ("--causal" if args.causal else "--bidirectional")
-    exported = export_model(model, tokenizer, max_length=max_length, bos_token=bos_token, causal=args.causal,
+
+    def exported_with(reason):
+        return export_model(model, tokenizer, max_length=max_length, bos_token=bos_token, causal=args.causal,
                             causal_source=causal_source, takes_mask=not args.no_attention_mask, config=config,
-                            vocab_size=vocab_size, metadata={"name": name},
-                            attention_reason=attention_reason)
+                            vocab_size=vocab_size, metadata={"name": name}, attention_reason=reason)
+
+    try:
+        exported = exported_with(attention_reason)
+    except ExportError as e:
+        if attention != "headscan":
+            raise
+        # headscan's implementation held on the check batch but not in the program: SDPA's, as before it.
+        attention_reason = f"the program with headscan's attention failed: {e}"
+        print(f"{PROG}: {type(model).__name__} is exported with SDPA attention, whose mask is [B, 1, T, T] per "
+              f"batch: {attention_reason}", file=sys.stderr)
+        model.set_attn_implementation("sdpa")
+        exported = exported_with(attention_reason)
     package(args.output, exported.program, extra_files(exported, tokenizer_text))
 
     metadata = exported.metadata
@@ -185,18 +205,22 @@ def export(args):
 
 def attention_source(kind, reason):
     """What the program's attention is, for the export's summary."""
+    if kind == "headscan":
+        return ("headscan's attention implementation: headscan::attention with the keys' padding as its mask and "
+                "the causal rule, or the model's own mask where it has more")
     if kind == "sdpa":
-        return "scaled_dot_product_attention, computed by headscan::attention"
+        return "scaled_dot_product_attention, computed by headscan::attention" + (f"; {reason}" if reason else "")
     if kind == "eager":
         return reason or "loaded with SDPA attention, the model computes its own softmax, observed"
-    return ("some layers' scaled_dot_product_attention computed by headscan::attention, the others' own softmax "
+    return (f"some layers' attention computed by headscan::attention ({kind.split()[0]}), the others' own softmax "
             "observed")
 
 
 def load_with_attention(args, config, tokenizer, bos_token, device):
-    """(the model on `device`, "sdpa" or "eager", why eager or None) as --attention asks: auto
-    loads SDPA attention and keeps it where it computes what eager attention does (attention.py),
-    on a padded batch of SDPA_CHECK_LENGTH tokens, else eager."""
+    """(the model on `device`, "headscan", "sdpa" or "eager", why not "headscan" or None) as
+    --attention asks: auto loads SDPA attention and keeps it where it computes what eager attention
+    does, switched to headscan's implementation where that does too (attention.py), on a padded
+    batch of SDPA_CHECK_LENGTH tokens, else eager."""
     cls = model_class(config, args.model_class, args.trust_remote_code)
     if args.attention == "eager":
         return load_model(args, config, "eager", cls).to(device), "eager", "--attention eager"

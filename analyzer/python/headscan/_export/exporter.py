@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import ExportError, checks
+from . import ExportError, checks, headscan_attention
 from .model import example_rows, missing_outputs, padded_batch
 from .ops import define
 from .program import exported_program
@@ -67,7 +67,7 @@ class Exported:
     blocks: dict  # the model's block sizes {tokens: what}
     dtype: object
     causal_source: str
-    attention: str  # headscan.json "attention": "sdpa", "eager" or "sdpa and eager"
+    attention: str  # headscan.json "attention": "headscan", "sdpa", "eager", or "headscan/sdpa and eager"
     missing: str = None  # what headscan lacks when the output is not logits
     notes: list = field(default_factory=list)
 
@@ -104,8 +104,8 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
                  takes_mask=True, config=None, vocab_size=None, metadata=None, attention_reason=None):
     """Exports `model` (eval mode) and checks the program: an Exported, or ExportError /
     ExportInputError with the reason. `metadata`: headscan.json's other fields (name, n_kv_heads).
-    `attention_reason`: why the model was loaded with eager attention (headscan.json
-    "attention_reason")."""
+    `attention_reason`: why the model was not loaded with headscan's attention implementation
+    (headscan.json "attention_reason")."""
     if model.training:
         raise ExportError("the model is in training mode (dropout): call model.eval() before exporting it")
     tokenizer = tokenizer if tokenizer is not None else NoTokenizer()
@@ -163,9 +163,9 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     document.update({"max_length": max_length, "causal": causal})
     if min_length > 2:
         document["min_length"] = min_length
-    attention = attention_kind(ep)
+    attention = attention_kind(ep, model)
     document["attention"] = attention
-    if attention_reason and attention != "sdpa":
+    if attention_reason and attention != "headscan":
         document["attention_reason"] = attention_reason
     kv_heads = getattr(config, "num_key_value_heads", None) if config is not None else None
     if isinstance(kv_heads, int) and kv_heads >= 1:
@@ -177,14 +177,18 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
                     dtype=dtype, causal_source=causal_source, attention=attention, missing=missing)
 
 
-def attention_kind(ep):
-    """"sdpa" when every observer of the program is headscan::attention (scaled_dot_product_attention,
-    computed by headscan), "eager" when every one follows the model's own softmax, else "sdpa and
-    eager"."""
+def attention_kind(ep, model):
+    """"headscan" or "sdpa" when every observer of the program is headscan::attention (called by
+    the model under transformers' attention implementation "headscan", or scaled_dot_product_attention
+    rewritten), "eager" when every one follows the model's own softmax, else "headscan and eager" or
+    "sdpa and eager"."""
     observe, attention = define()
     targets = {node.target for node in ep.graph_module.graph.nodes
                if node.op == "call_function" and node.target in (observe, attention)}
-    return {frozenset([attention]): "sdpa", frozenset([observe]): "eager"}.get(frozenset(targets), "sdpa and eager")
+    config = getattr(model, "config", None)
+    computed = "headscan" if getattr(config, "_attn_implementation", None) == headscan_attention.NAME else "sdpa"
+    return {frozenset([attention]): computed, frozenset([observe]): "eager"}.get(frozenset(targets),
+                                                                                 f"{computed} and eager")
 
 
 def extra_files(exported, tokenizer_text):

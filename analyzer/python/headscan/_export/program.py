@@ -6,7 +6,9 @@ Observers (headscan::observe and headscan::attention, ops.py):
     input's length; or, with an attention sink (gpt-oss), a softmax over T + 1 keys whose only use
     drops the sink's column ([..., :-1]): observed after that slice;
   - every scaled_dot_product_attention becomes headscan::attention (the same arguments, its math
-    form), whose probabilities are observed.
+    form), whose probabilities are observed;
+  - a headscan::attention the model calls itself (transformers' attention implementation "headscan",
+    headscan_attention.py) is kept, its layer set.
 Each carries the model's own index of its layer: the layer stack is the ModuleList that holds the
 attention modules (model.layers), found from the observers' module paths (nn_module_stack).
 """
@@ -162,7 +164,8 @@ def module_path(node, prefix):
 
 def attention_nodes(graph, length):
     """[(node, kind)] of the graph's attentions in order: ("softmax", node), ("sink", the slice after
-    the softmax), ("sdpa", node)."""
+    the softmax), ("sdpa", node), ("headscan", a headscan::attention the model calls)."""
+    attention = define()[1]
     found = []
     for node in graph.nodes:
         if node.op != "call_function":
@@ -178,6 +181,8 @@ def attention_nodes(graph, length):
                 found.append((_drops_sink(node), "sink"))
         elif node.target is SDPA:
             found.append((node, "sdpa"))
+        elif node.target is attention:
+            found.append((node, "headscan"))
     return found
 
 
@@ -218,7 +223,7 @@ def without_repeats(found, numbers, paths, stack):
             continue
         first, kind = item
         others = [node for (node, other_kind), _ in group[1:]]
-        same = kind != "sdpa" and all(other_kind == kind for (_, other_kind), _ in group[1:]) and \
+        same = kind not in ("sdpa", "headscan") and all(other_kind == kind for (_, other_kind), _ in group[1:]) and \
             all(same_computation(first, other) for other in others)
         if others and not same:
             where = sorted({path for _, path in group})
@@ -244,8 +249,8 @@ def place_observers(ep, model, prefix, config=None):
                                "gives no attention probabilities; load the model with attn_implementation=\"eager\"")
     found = attention_nodes(graph, length)
     if not found:
-        raise ExportInputError("the exported program has no attention softmax and no scaled_dot_product_attention: "
-                               "headscan would find no attention")
+        raise ExportInputError("the exported program has no attention softmax, no scaled_dot_product_attention and "
+                               "no headscan::attention: headscan would find no attention")
     paths = [module_path(node, prefix) for node, _ in found]
     stack, indexes = layer_stack(model, paths)
     numbers = [indexes[p] for p in paths] if stack is not None else list(range(len(found)))
@@ -262,6 +267,8 @@ def place_observers(ep, model, prefix, config=None):
             replacement.meta = dict(node.meta)
             node.replace_all_uses_with(replacement)
             graph.erase_node(node)
+        elif kind == "headscan":
+            node.update_arg(len(node.args) - 1, number)
         else:
             with graph.inserting_after(node):
                 observer = graph.call_function(observe, (node, number))
