@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include <ATen/Context.h>
 #include <ATen/DeviceAccelerator.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -58,7 +59,9 @@ std::int64_t free_memory_bytes(const c10::Device& device) {
   if (!device.is_cuda()) return -1;
   const std::int64_t free = driver_free_memory(device);
   if (free < 0) return -1;
-  // The caching allocator keeps freed blocks reserved: they are free for the next tensor too.
+  // The caching allocator keeps freed blocks reserved: they are free for the next tensor too. Its
+  // statistics know the GPUs once CUDA is initialized (device.cpp, peak_device_memory).
+  at::globalContext().lazyInitDevice(device.type());
   const auto stats = at::accelerator::getDeviceStats(device.has_index() ? device.index() : 0);
   const auto aggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   const std::int64_t cached = stats.reserved_bytes[aggregate].current - stats.allocated_bytes[aggregate].current;
