@@ -151,6 +151,10 @@ TEST_CASE("headscan's attention op takes 3-D operands and runs outside a capture
   CHECK(blocks[0].sizes() == at::IntArrayRef({2, 3, 4, 11}));
   CHECK(blocks[2].sizes() == at::IntArrayRef({2, 3, 3, 11}));
   CHECK(max_difference(at::cat(blocks, 2).view({6, 11, 11}), expected_probs) < 1e-5);
+  // No query rows: an empty output of the right shape.
+  const at::Tensor none = headscan::eager_attention(q.narrow(1, 0, 0), k, v, std::nullopt, 0.0, false, std::nullopt,
+                                                    false);
+  CHECK(none.sizes() == at::IntArrayRef({6, 0, 5}));
 }
 
 TEST_CASE("head scales and edits act on each block's own rows", "[attention_op]") {

@@ -96,6 +96,7 @@ struct AttentionCall {
 template <typename Block>
 at::Tensor blocked_output(const AttentionCall& call, std::int64_t rows, const Block& block) {
   const std::int64_t length = call.query.size(-2);
+  if (length == 0) return call.outputs(call.probabilities(call.query, 0));  // no rows: an empty output
   at::Tensor output;  // allocated with the first block when there are several
   for (std::int64_t first_row = 0; first_row < length; first_row += rows) {
     const std::int64_t count = std::min(rows, length - first_row);
