@@ -59,8 +59,10 @@ class NeedlePass : public Pass {
 
   void run(RunState& state) override {
     NeedleSummary& summary = state.needle_summary;
-    summary.lengths = state.options.needle_lengths.empty() ? default_needle_lengths(state.text.shape.max_length)
-                                                           : state.options.needle_lengths;
+    const std::int64_t max_length = state.text.shape.max_length;
+    const std::int64_t longest =
+        state.options.max_length > 0 ? max_length : std::min(max_length, kLongestDefaultNeedleLength);
+    summary.lengths = state.options.needle_lengths.empty() ? default_needle_lengths(longest) : state.options.needle_lengths;
     summary.layers = state.shape.layers;
     summary.heads = state.shape.heads;
     summary.haystack_length.assign(summary.lengths.size(), 0);

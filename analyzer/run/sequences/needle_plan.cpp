@@ -8,10 +8,10 @@
 
 namespace headscan {
 
-std::vector<std::int64_t> default_needle_lengths(std::int64_t max_length) {
+std::vector<std::int64_t> default_needle_lengths(std::int64_t longest) {
   std::vector<std::int64_t> lengths;
-  for (std::int64_t length = kFirstNeedleLength; length < max_length; length *= 2) lengths.push_back(length);
-  lengths.push_back(max_length);
+  for (std::int64_t length = kFirstNeedleLength; length < longest; length *= 2) lengths.push_back(length);
+  lengths.push_back(longest);
   return lengths;
 }
 

@@ -28,8 +28,14 @@ constexpr std::int64_t kNeedleCellTokens = kHaystacks * kFirstNeedleLength;
 // Copy events after which a cell stops: as many as a retrieval score needs (kMinimumCopyEvents).
 constexpr std::int64_t kNeedleCellEvents = 20;
 
-// The probe lengths of a run without --needle-lengths.
-std::vector<std::int64_t> default_needle_lengths(std::int64_t max_length);
+// The longest default probe when the run's max_length is headscan.json's rather than --max-length's:
+// an export's max_length is the model's positions (often 131,072), and probes that long are the
+// user's choice (--max-length or --needle-lengths), not a default's.
+constexpr std::int64_t kLongestDefaultNeedleLength = 32768;
+
+// The probe lengths of a run without --needle-lengths, up to `longest` (the run's max_length, at
+// most kLongestDefaultNeedleLength when --max-length did not set it).
+std::vector<std::int64_t> default_needle_lengths(std::int64_t longest);
 
 // Checks --needle-lengths against the run's max_length; throws InputError saying which length is
 // out of range and what to do: above max_length (the model's positions when max_length is
