@@ -389,6 +389,30 @@ TEST_CASE("streaming_duo scores DuoAttention's cache of 128 sink and 256 recent 
   classifier->observe(0, batch.attention, batch.context(0));
   classifier->finalize(0, 0, resolve_thresholds({}), verdict);
   CHECK(labels.empty());  // a score without a label of its own
+  // Its statistics of the two sequences apart, merged, are those of the batch (shards).
+  auto merged = make_streaming_duo_classifier();
+  auto second = make_streaming_duo_classifier();
+  merged->begin(ModelShape{1, 3});
+  second->begin(ModelShape{1, 3});
+  CausalBatch halves[2] = {batch, batch};
+  for (int b = 0; b < 2; ++b) {
+    CausalBatch& half = halves[b];
+    for (at::Tensor* tensor : {&half.ids, &half.valid, &half.special, &half.idf, &half.attention}) {
+      *tensor = tensor->slice(/*dim=*/0, b, b + 1);
+    }
+    (b == 0 ? merged : second)->observe(0, half.attention, half.context(0));
+  }
+  merged->merge(second->save());
+  for (int head = 0; head < 3; ++head) {
+    std::vector<std::string> whole_labels, merged_labels;
+    nlohmann::ordered_json whole_scores = nlohmann::ordered_json::object();
+    nlohmann::ordered_json merged_scores = nlohmann::ordered_json::object();
+    HeadVerdict whole_verdict{whole_scores, whole_labels};
+    HeadVerdict merged_verdict{merged_scores, merged_labels};
+    classifier->finalize(0, head, resolve_thresholds({}), whole_verdict);
+    merged->finalize(0, head, resolve_thresholds({}), merged_verdict);
+    CHECK(whole_scores == merged_scores);
+  }
   // No query at 384 or later: null.
   const CausalBatch short_batch(384);
   CHECK(blocked_scores(*make_streaming_duo_classifier(), short_batch, 384, false, thresholds)[0]["streaming_duo"].is_null());
