@@ -152,13 +152,17 @@ def check_attention(arch, metadata, stderr, targets, attention_layers):
         f"one observed softmax per attention layer ({len(attention_layers)})"
 
 
+def tensor_sizes(graph, name):
+    """A tensor's sizes as the program states them (a symbol's text for a dynamic size)."""
+    return [size.get("as_int", size.get("as_expr", {}).get("expr_str")) for size in graph["tensor_values"][name]["sizes"]]
+
+
 def attention_calls(graph):
     """[(query sizes, key sizes, mask sizes or None, is_causal, enable_gqa)] of the program's
-    headscan::attention calls, sizes as the program states them (a symbol for a dynamic size)."""
+    headscan::attention calls."""
     def sizes(argument):
         tensor = argument["arg"].get("as_tensor")
-        return None if tensor is None else [size.get("as_int", size.get("as_expr", {}).get("expr_str"))
-                                            for size in graph["tensor_values"][tensor["name"]]["sizes"]]
+        return None if tensor is None else tensor_sizes(graph, tensor["name"])
 
     calls = []
     for node in graph["nodes"]:
@@ -173,8 +177,14 @@ def attention_calls(graph):
 def check_compact_mask(graph, kv_heads):
     """An architecture of causal layers without windows: every headscan::attention takes the keys'
     padding [B, 1, 1, T] (no [T, T] mask) and the causal rule, and the key/value heads as the model
-    computes them (enable_gqa where they are fewer than the query heads, no copies)."""
-    for query, key, mask, is_causal, enable_gqa in attention_calls(graph):
+    computes them (enable_gqa where they are fewer than the query heads, no copies); no tensor of the
+    program is [..., T, T]."""
+    calls = attention_calls(graph)
+    lengths = {query[2] for query, *_ in calls}
+    squares = [name for name in graph["tensor_values"]
+               if any(tensor_sizes(graph, name).count(length) > 1 for length in lengths)]
+    assert not squares, f"the program holds [..., T, T] tensors: {squares[:5]}"
+    for query, key, mask, is_causal, enable_gqa in calls:
         length = query[2]
         assert mask is not None and mask[-2] == 1 and mask[-1] == length and is_causal, \
             f"headscan::attention takes a mask {mask} (queries {query}), is_causal {is_causal}: expected the keys' " \
