@@ -3,7 +3,7 @@
 // scores and probabilities are [B, H, Q, S], and the statistics read each block in float32, so one
 // block's working set is a few copies of B·H·Q·S·4 bytes. The planner picks the largest Q whose
 // block tensor fits the block budget, Q = L when the whole [B, H, L, S] fits (one block, the
-// unblocked computation), never Q < 1. Internal to analyzer/model.
+// unblocked computation), never Q < 1. Used by the op and by the ablation pass's batch cut (analyzer/run/passes/ablation.cpp).
 
 #include <cstdint>
 

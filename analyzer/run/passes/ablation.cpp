@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "analyzer/errors.h"
+#include "analyzer/model/attention_plan.h"
 #include "analyzer/run/model_output.h"
 #include "analyzer/run/run_state.h"
 #include "analyzer/run/sequences/batch_tensors.h"
@@ -215,7 +216,18 @@ AblationRunner::AblationRunner(RunState& state, bool memory_rows) : state_(state
   auto batch_size = static_cast<std::size_t>(state.options.batch_size);
   if (memory_rows && !order.empty()) {
     const auto longest = static_cast<double>(items[order.back()].input.ids.size());
-    const double per_row = 12.0 * state.shape.layers * state.shape.heads * longest * longest;
+    // The backward keeps every materialised layer's maps. A layer of headscan's op keeps them too
+    // where one sequence's map fits one block (the plain autograd graph); where it takes several
+    // blocks, it keeps q, k and v and recomputes one layer's blocks at a time (eager_attention.h),
+    // counted as one layer.
+    const int blockwise = std::clamp(state.model->blockwise_attention_count(), 0, state.shape.layers);
+    const auto length = static_cast<std::int64_t>(longest);
+    const std::int64_t requested = state.model->attention_block();
+    const bool blocked = (requested > 0 && requested < length) ||
+                         attention_block_rows(requested, state.shape.heads, length, length, 4,
+                                              attention_block_budget(state.model->device())) < length;
+    const int kept = blocked ? state.shape.layers - blockwise + (blockwise > 0 ? 1 : 0) : state.shape.layers;
+    const double per_row = 12.0 * kept * state.shape.heads * longest * longest;
     batch_size = std::clamp<std::size_t>(static_cast<std::size_t>(kGradientBytes / per_row), 1, batch_size);
   }
   for (std::size_t index : order) {
