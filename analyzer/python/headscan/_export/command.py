@@ -103,7 +103,8 @@ def parse_args(argv):
                              "scaled_dot_product_attention call, which headscan computes in row blocks), eager (the "
                              "model's own softmax, its [B, H, T, T] probabilities materialised), or auto (default): "
                              "SDPA where transformers has it for the model and its output equals eager attention's, "
-                             "else eager")
+                             "in headscan's implementation (no [B, 1, T, T] mask, no repeated key/value heads) where "
+                             "that equals it too, else eager")
     parser.add_argument("--device", default="cpu", metavar="DEVICE",
                         help="where the program runs: cpu (default) or cuda[:N]; an exported program holds its "
                              "device, and headscan runs it there")
