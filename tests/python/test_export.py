@@ -125,6 +125,23 @@ def test_llama_with_headscans_attention_takes_no_t_by_t_mask_and_no_repeated_hea
         assert arguments["attn_mask"][-2:] == arguments["query"][2:3] * 2 and arguments["key"][1] == 4
 
 
+def test_without_an_attention_mask_headscans_attention_takes_no_t_by_t_mask():
+    # transformers would look for packed sequences in the positions and make a [B, 1, T, T] mask.
+    model = tiny_llama("headscan")
+    exported = exporter.export_model(model, None, max_length=64, takes_mask=False, config=model.config,
+                                     metadata={"name": "no-mask"})
+    assert exported.metadata["attention"] == "headscan"
+    for node in observed_nodes(exported):
+        arguments = attention_arguments(node)
+        assert arguments["attn_mask"][1:] == [1, 1, arguments["query"][2]] and arguments["is_causal"] is True
+        assert arguments["enable_gqa"] is True
+    ids = (torch.arange(40) * 7 % 100).view(1, 40)
+    with torch.no_grad():
+        model.set_attn_implementation("eager")
+        want = model(input_ids=ids, use_cache=False).logits
+    assert (exported.program.module()(ids) - want).abs().max().item() < 1e-4
+
+
 def test_a_sliding_window_keeps_the_full_mask_under_headscans_attention():
     model = tiny_llama("headscan", config_class="MistralConfig", sliding_window=8)
     exported = exporter.export_model(model, None, max_length=64, config=model.config, metadata={"name": "mistral"})

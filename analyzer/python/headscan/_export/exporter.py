@@ -32,6 +32,10 @@ class Wrapper(torch.nn.Module):
     def run(self, input_ids, attention_mask=None):
         if self.keywords:
             masked = {"attention_mask": attention_mask} if self.takes_mask else {}
+            if not self.takes_mask and self.compact_mask():
+                # Without a 2D mask transformers looks for packed sequences in the positions, which
+                # under torch.export makes a [B, 1, T, T] mask; every key is a token here.
+                masked = {"attention_mask": torch.ones_like(input_ids)}
             output = self.model(input_ids=input_ids, **masked, **self.extra)
         else:
             output = self.model(input_ids, attention_mask) if self.takes_mask else self.model(input_ids)
@@ -39,6 +43,12 @@ class Wrapper(torch.nn.Module):
 
     def forward(self, input_ids, attention_mask=None):
         return self.run(input_ids, attention_mask)
+
+    def compact_mask(self):
+        """Whether the model runs headscan's attention implementation (its keys' padding mask)."""
+        config = getattr(self.model, "config", None)
+        return getattr(config, "_attn_implementation", None) == headscan_attention.NAME and \
+            "attention_mask" in inspect.signature(self.model.forward).parameters
 
 
 class NoTokenizer:

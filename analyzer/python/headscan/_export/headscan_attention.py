@@ -12,7 +12,7 @@ query i when j > i) and a mask, and groups query heads on their key/value head w
   - the mask function (AttentionMaskInterface) gives, for transformers' plain causal mask and its
     bidirectional one (padding only), the keys' padding as a [B, 1, 1, S] boolean mask (True:
     attended), or a [1, 1, 1, 1] True where no 2D mask was given, marked with the causal rule
-    (CAUSAL_RULE) the attention then passes as is_causal; any other mask function (sliding windows,
+    (COMPACT_RULE) the attention then passes as is_causal; any other mask function (sliding windows,
     chunked attention, packed sequences, blocks of bidirectional tokens, a model's own overlays) or
     offsets (a cache) get transformers' SDPA mask, [B, 1, T, S], unmarked;
   - the attention function (AttentionInterface) calls headscan::attention with that mask and rule,
@@ -28,17 +28,18 @@ import torch
 NAME = "headscan"
 # The attribute of a compact mask: (whether keys after the query are hidden, whether the mask holds
 # the keys' padding or stands for no mask).
-CAUSAL_RULE = "headscan_rule"
+COMPACT_RULE = "headscan_rule"
 
 
 def compact_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None, attention_mask=None,
                  **kwargs):
     """transformers' mask for the attention implementation "headscan" (sdpa_mask's arguments):
-    the keys' padding [B, 1, 1, S] with CAUSAL_RULE for a causal or bidirectional mask function,
+    the keys' padding [B, 1, 1, S] with COMPACT_RULE for a causal or bidirectional mask function,
     else sdpa_mask's [B, 1, T, S]."""
     from transformers.masking_utils import (bidirectional_mask_function, causal_mask_function, prepare_padding_mask,
                                             sdpa_mask)
 
+    mask_function = mask_function or causal_mask_function  # sdpa_mask's default
     causal = mask_function is causal_mask_function
     plain = causal or mask_function is bidirectional_mask_function
     no_offsets = isinstance(q_offset, int) and q_offset == 0 and isinstance(kv_offset, int) and kv_offset == 0
@@ -52,7 +53,7 @@ def compact_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_
         mask = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=device)
     else:
         mask = padding[:, None, None, :kv_length].to(device=device, dtype=torch.bool)
-    setattr(mask, CAUSAL_RULE, (causal, padding is not None))
+    setattr(mask, COMPACT_RULE, (causal, padding is not None))
     return mask
 
 
@@ -66,7 +67,7 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
     from .ops import define
 
     attention = define()[1]
-    rule = getattr(attention_mask, CAUSAL_RULE, None) if attention_mask is not None else None
+    rule = getattr(attention_mask, COMPACT_RULE, None) if attention_mask is not None else None
     if rule is not None:
         causal, padded = rule
         is_causal = causal
@@ -75,7 +76,9 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         is_causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
         is_causal = bool(query.shape[2] > 1 and attention_mask is None and is_causal)
     position_bias = kwargs.get("position_bias")
-    if position_bias is not None:
+    if position_bias is not None and rule is not None:  # the bias added, the causal rule kept for the op
+        attention_mask = create_position_bias_mask(position_bias, attention_mask, False, query, key)
+    elif position_bias is not None:
         attention_mask = create_position_bias_mask(position_bias, attention_mask, is_causal, query, key)
         is_causal = False
     grouped = key.shape[1] != query.shape[1]
