@@ -16,9 +16,10 @@ for 512 tokens; sliding windows of 16 tokens, attention chunks of 32, linear att
      within one chunk (--max-length 63 and 31) and analysed;
   2. headscan.json's "layers": every layer of the model with its index, module path
      (...layers.N) and kind: `attention`, or for a hybrid's other layers `linear attention` or
-     `state space`, as the architecture's `kinds` say; its "attention": "sdpa" (transformers' SDPA
-     attention kept: the program calls headscan::attention once per attention layer and observes
-     no softmax), or "eager" for the architectures whose attention has no SDPA form (Gemma 2's
+     `state space`, as the architecture's `kinds` say; its "attention": "headscan" (headscan's
+     attention implementation: the program calls headscan::attention once per attention layer and
+     observes no softmax; Llama's and Qwen2's hold no [..., T, T] tensor, their calls take the
+     keys' padding [B, 1, 1, T], is_causal and the key/value heads unrepeated), or "eager" for the architectures whose attention has no SDPA form (Gemma 2's
      soft-capping, gpt-oss's sinks, DiffLlama's differential attention), with the reason in
      "attention_reason" and on stderr (the program observes a softmax per attention layer);
   3. `headscan tokenize MODEL.pt2 CORPUS --max-length 300`: sequences of about 40 and 300 tokens
