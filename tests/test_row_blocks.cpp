@@ -20,6 +20,7 @@
 #include "heads/exact_sum.h"
 #include "heads/registry.h"
 #include "heads/row_summary.h"
+#include "heads/syntactic.h"
 
 using namespace headscan;
 
@@ -323,6 +324,153 @@ TEST_CASE("a row block past the attention's rows is refused", "[row-blocks]") {
   CHECK_THROWS_WITH(summarize_rows(block, /*causal=*/false, /*first_row=*/3),
                     Catch::Contains("reaches past the last of its T = 5 rows"));
   CHECK_NOTHROW(summarize_rows(block, /*causal=*/false, /*first_row=*/2));
+}
+
+namespace {
+
+// The word-level argmax by its definition, in double: attention to a word the sum over its tokens'
+// columns, from a word the sum over its tokens' rows (products with the one-hot token → word
+// matrix), the argmax over the sequence's other words, ties to the lowest index. attention
+// [B, H, T, T], token_word [B, T] (`words` for none), word_counts [B]: [B, H, words].
+at::Tensor defined_predictions(const at::Tensor& attention, const at::Tensor& token_word, std::int64_t words,
+                               const at::Tensor& word_counts) {
+  const at::Tensor membership = token_word.unsqueeze(-1).eq(torch::arange(words)).to(torch::kDouble).unsqueeze(1);
+  const at::Tensor word_attention =
+      torch::matmul(membership.transpose(-2, -1), torch::matmul(attention.to(torch::kDouble), membership));
+  const at::Tensor column = torch::arange(words);
+  const at::Tensor excluded = (column.view({1, 1, 1, words}) >= word_counts.view({-1, 1, 1, 1})) |
+                              (column.view({1, 1, words, 1}) == column.view({1, 1, 1, words}));
+  return word_attention.masked_fill(excluded, -std::numeric_limits<double>::infinity()).argmax(-1);
+}
+
+// Words of 1–3 tokens after BOS, a token of no word now and then, up to `content` tokens of
+// `length`: [length] local words, `none` for tokens of no word; returns the word count.
+std::int64_t planted_words(std::vector<std::int64_t>& token_word, std::int64_t offset, std::int64_t length,
+                           std::int64_t content, std::int64_t none, int seed) {
+  std::int64_t word = 0;
+  for (std::int64_t t = 0; t < length; ++t) token_word[static_cast<std::size_t>(offset + t)] = none;
+  for (std::int64_t t = 1; t < content; ++word) {
+    if ((word + seed) % 13 == 5) ++t;  // a token of no word before this one
+    const std::int64_t span = 1 + (word * 7 + seed) % 3;
+    for (std::int64_t k = 0; k < span && t < content; ++k, ++t) token_word[static_cast<std::size_t>(offset + t)] = word;
+  }
+  return word;
+}
+
+}  // namespace
+
+TEST_CASE("the syntactic word argmax of hundreds of words is the definition's whatever the row blocks",
+          "[row-blocks][syntax]") {
+  torch::manual_seed(21);
+  const std::int64_t length = 601, heads = 2;
+  const std::vector<std::int64_t> content = {length, 450};  // the second sequence padded
+  // The words: the largest count is the batch's `words`, the marker of tokens of no word.
+  std::vector<std::int64_t> token_word(static_cast<std::size_t>(2 * length));
+  std::vector<std::int64_t> counts(2);
+  for (std::int64_t b = 0; b < 2; ++b) {
+    counts[static_cast<std::size_t>(b)] = planted_words(token_word, b * length, length, content[static_cast<std::size_t>(b)], -1, static_cast<int>(b));
+  }
+  const std::int64_t words = *std::max_element(counts.begin(), counts.end());
+  for (std::int64_t& word : token_word) word = word < 0 ? words : word;
+  const at::Tensor token_words = torch::tensor(token_word).view({2, length});
+  const at::Tensor word_counts = torch::tensor(counts);
+  REQUIRE(words > 250);
+  // The query words: every word but one in five, in an order of their own.
+  std::vector<std::int64_t> queries;
+  for (std::int64_t b = 1; b >= 0; --b) {
+    for (std::int64_t word = counts[static_cast<std::size_t>(b)] - 1; word >= 0; --word) {
+      if (word % 5 != 2) queries.push_back(b * words + word);
+    }
+  }
+  const at::Tensor query_index = torch::tensor(queries);
+  for (const bool causal : {true, false}) {
+    at::Tensor valid = torch::ones({2, length, length}, torch::kBool);
+    valid[1].slice(1, content[1]).fill_(false);
+    if (causal) valid &= torch::ones({length, length}, torch::kBool).tril();
+    // Random attention, whose word sums are distinct, and uniform attention over the visible keys,
+    // whose words of equal token counts tie exactly: the lowest index wins.
+    for (const bool uniform : {false, true}) {
+      const at::Tensor scores = uniform ? torch::zeros({2, heads, length, length}) : torch::randn({2, heads, length, length}) * 3;
+      const at::Tensor attention =
+          torch::softmax(scores.masked_fill(~valid.unsqueeze(1), -std::numeric_limits<float>::infinity()), -1);
+      // [H, K]: the definition at the query words.
+      const at::Tensor expected = defined_predictions(attention, token_words, words, word_counts)
+                                      .permute({1, 0, 2})
+                                      .reshape({heads, -1})
+                                      .index_select(1, query_index);
+      at::Tensor first;
+      for (const std::int64_t rows : {std::int64_t{1}, std::int64_t{7}, std::int64_t{64}, length}) {
+        INFO((causal ? "causal" : "bidirectional") << (uniform ? ", uniform" : ", random") << ", blocks of " << rows);
+        MostAttendedWords most_attended(token_word, 2, length, words, counts, queries, c10::Device(c10::kCPU));
+        for (std::int64_t row = 0; row < length; row += rows) {
+          CHECK_FALSE(most_attended.complete());
+          most_attended.observe(attention.narrow(2, row, std::min(rows, length - row)).contiguous(), row);
+          // Held between blocks: the words of the two sequences that straddle the boundary, and
+          // a word of the other sequence that ends before one of them.
+          CHECK(most_attended.held_words() <= 4);
+        }
+        REQUIRE(most_attended.complete());
+        CHECK(most_attended.held_words() == 0);
+        CHECK(torch::equal(most_attended.predicted(), expected));
+        // The same additions in the same order whatever the blocks: the same predictions.
+        if (!first.defined()) first = most_attended.predicted().clone();
+        CHECK(torch::equal(most_attended.predicted(), first));
+      }
+    }
+  }
+}
+
+TEST_CASE("syntactic word sums hold only the words straddling a block: 3072 words of 4096 tokens in blocks of 64",
+          "[row-blocks][syntax]") {
+  // The layer's word attention [B, H, W, W] would be 75 MB here; the words held between blocks are
+  // at most the one that straddles the boundary, [H, 1, W + 1]. Each query word's tokens put most
+  // of their attention on a planted target word, another per head.
+  torch::manual_seed(22);
+  const std::int64_t length = 4096, heads = 2;
+  std::vector<std::int64_t> token_word(static_cast<std::size_t>(length));
+  std::int64_t words = 0;
+  for (std::int64_t t = 1; t < length; ++words) {
+    for (std::int64_t k = 0; k < (words % 3 == 2 ? 2 : 1) && t < length; ++k, ++t) token_word[static_cast<std::size_t>(t)] = words;
+  }
+  token_word[0] = words;
+  REQUIRE(words == 3072);
+  const at::Tensor token_words = torch::tensor(token_word);
+  const auto target = [&](std::int64_t head, std::int64_t word) { return (word + 1 + 5 * head) % words; };
+  // [H, T]: the planted target of each token's word (of BOS: BOS, a word of none).
+  at::Tensor row_target = torch::empty({heads, length}, torch::kInt64);
+  for (std::int64_t head = 0; head < heads; ++head) {
+    for (std::int64_t t = 0; t < length; ++t) {
+      const std::int64_t word = token_word[static_cast<std::size_t>(t)];
+      row_target[head][t] = word == words ? words : target(head, word);
+    }
+  }
+  const at::Tensor planted = row_target.unsqueeze(-1).eq(token_words.view({1, 1, length}));  // [H, T, T]
+  const at::Tensor attention = torch::softmax(torch::randn({1, heads, length, length}) + planted.unsqueeze(0) * 8.0, -1);
+  std::vector<std::int64_t> queries;
+  for (std::int64_t word = 0; word < words; ++word) queries.push_back((word * 1009) % words);  // 1009 prime to 3072
+  MostAttendedWords most_attended(token_word, 1, length, words, {words}, queries, c10::Device(c10::kCPU));
+  for (std::int64_t row = 0; row < length; row += 64) {
+    most_attended.observe(attention.narrow(2, row, 64).contiguous(), row);
+    CHECK(most_attended.held_words() <= 1);
+  }
+  REQUIRE(most_attended.complete());
+  at::Tensor expected = torch::empty({heads, words}, torch::kInt64);
+  for (std::int64_t head = 0; head < heads; ++head) {
+    for (std::int64_t k = 0; k < words; ++k) expected[head][k] = target(head, queries[static_cast<std::size_t>(k)]);
+  }
+  CHECK(torch::equal(most_attended.predicted(), expected));
+}
+
+TEST_CASE("syntactic word sums refuse row blocks out of order", "[row-blocks][syntax]") {
+  const std::vector<std::int64_t> token_word = {2, 0, 1, 1};
+  MostAttendedWords most_attended(token_word, 1, 4, 2, {2}, {0, 1}, c10::Device(c10::kCPU));
+  const at::Tensor attention = torch::full({1, 1, 4, 4}, 0.25);
+  CHECK_THROWS_WITH(most_attended.observe(attention.narrow(2, 2, 2), 2), Catch::Contains("must start at row 0 and follow each other"));
+  most_attended.observe(attention.narrow(2, 0, 1), 0);
+  CHECK_THROWS_WITH(most_attended.observe(attention.narrow(2, 2, 2), 2), Catch::Contains("row 1 was next"));
+  most_attended.observe(attention.narrow(2, 1, 3), 1);
+  CHECK(most_attended.complete());
+  CHECK(most_attended.predicted().equal(torch::tensor({1, 0}, torch::kInt64).view({1, 2})));
 }
 
 // On a GPU the statistics are the tensor definitions (the row summary's, index_put_ for the target
