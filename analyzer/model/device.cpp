@@ -1,9 +1,10 @@
 #include "analyzer/model/device.h"
 
 #include <dlfcn.h>
-#include <sys/resource.h>
 
+#include <cstdio>
 #include <fstream>
+#include <string>
 #include <new>
 
 #include <ATen/Context.h>
@@ -117,9 +118,17 @@ void reset_peak_device_memory(const c10::Device& device) {
 }
 
 std::int64_t peak_host_memory() {
-  rusage usage{};
-  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
-  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux counts kilobytes
+  // VmHWM of /proc/self/status: this process's own peak. getrusage's ru_maxrss would carry the peak
+  // of a parent that exec'd headscan (a Python process holding gigabytes) over the exec.
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) != 0) continue;
+    long long kilobytes = -1;
+    if (std::sscanf(line.c_str() + 6, "%lld", &kilobytes) != 1 || kilobytes < 0) return -1;
+    return static_cast<std::int64_t>(kilobytes) * 1024;
+  }
+  return -1;
 }
 
 bool names_out_of_memory(const std::string& what) {

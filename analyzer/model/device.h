@@ -22,8 +22,8 @@ std::string device_name(const c10::Device& device);
 std::int64_t peak_device_memory(const c10::Device& device);
 void reset_peak_device_memory(const c10::Device& device);
 
-// The most bytes of memory this process has held resident so far (getrusage's ru_maxrss): the
-// host's peak, which on the CPU includes every tensor of the run.
+// The most bytes of memory this process has held resident so far (VmHWM of /proc/self/status; -1
+// where there is none): the host's peak, which on the CPU includes every tensor of the run.
 std::int64_t peak_host_memory();
 
 // Whether a message says an allocation failed.

@@ -1,5 +1,6 @@
 #include "analyzer/model/eager_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -34,30 +35,48 @@ struct AttentionCall {
   std::int64_t group = 1;   // query heads per key/value head under enable_gqa, else 1
   bool is_causal = false;
 
-  // Scores of one block of query rows `rows` [..., H, Q, E], [..., H, Q, S]: under GQA the G query
-  // heads of one key/value head are stacked along the rows, [..., Hk, G·Q, E] · [..., Hk, E, S], so
-  // K is never copied per query head.
-  at::Tensor scores(const at::Tensor& rows) const {
+  // The keys a block of `count` rows from `first_row` can see: under the causal rule (key j hidden
+  // from query i when j > i) the first first_row + count, else all S. The scores, the softmax and
+  // A·V of a block are computed over those keys only; the probabilities of the others are 0.
+  std::int64_t visible_keys(std::int64_t first_row, std::int64_t count) const {
+    const std::int64_t keys = scaled_keys.size(-1);
+    return is_causal ? std::min(keys, first_row + count) : keys;
+  }
+
+  // Scores of one block of query rows `rows` [..., H, Q, E] over the first `keys` keys,
+  // [..., H, Q, keys]: under GQA the G query heads of one key/value head are stacked along the
+  // rows, [..., Hk, G·Q, E] · [..., Hk, E, keys], so K is never copied per query head.
+  at::Tensor scores(const at::Tensor& rows, std::int64_t keys) const {
     const at::Tensor block = rows * root;
-    if (group == 1) return at::matmul(block, scaled_keys);
-    const at::Tensor scores = at::matmul(stacked_rows(block), scaled_keys);  // [..., Hk, G·Q, S]
+    const at::Tensor visible = keys < scaled_keys.size(-1) ? scaled_keys.narrow(-1, 0, keys) : scaled_keys;
+    if (group == 1) return at::matmul(block, visible);
+    const at::Tensor scores = at::matmul(stacked_rows(block), visible);  // [..., Hk, G·Q, keys]
     return scores.view(resized(resized(scores.sizes(), -3, scores.size(-3) * group), -2, rows.size(-2)));
   }
 
-  // The block's probabilities: masked scores, softmax over the keys. Without attn_mask every row
-  // sees a key (key 0, under the causal rule), so the plain softmax gives _safe_softmax's values
-  // without its pass over the rows for those with none.
+  // The block's probabilities [..., H, Q, S]: masked scores, softmax over the keys the rows can see,
+  // 0 on the others. Without attn_mask every row sees a key (key 0, under the causal rule), so the
+  // plain softmax gives _safe_softmax's values without its pass over the rows for those with none.
   at::Tensor probabilities(const at::Tensor& rows, std::int64_t first_row) const {
-    const at::Tensor scores = masked(this->scores(rows), first_row);
-    if (!mask.defined() && scores.size(-1) > 0) return at::softmax(scores, /*dim=*/-1);
-    return at::_safe_softmax(scores, /*dim=*/-1);
+    const std::int64_t keys = visible_keys(first_row, rows.size(-2));
+    const at::Tensor scores = masked(this->scores(rows, keys), first_row);
+    const at::Tensor probs = !mask.defined() && keys > 0 ? at::softmax(scores, /*dim=*/-1)
+                                                         : at::_safe_softmax(scores, /*dim=*/-1);
+    const std::int64_t hidden = scaled_keys.size(-1) - keys;
+    return hidden > 0 ? at::constant_pad_nd(probs, {0, hidden}, 0.0) : probs;
   }
 
-  // A·V of one block of probabilities [..., H, Q, S]: [..., H, Q, Ev].
-  at::Tensor outputs(const at::Tensor& probs) const {
+  // A·V of one block of probabilities [..., H, Q, S] from `first_row`: [..., H, Q, Ev]. With
+  // `causal_zeros` (the probabilities are probabilities() as it gives them, or scaled: 0 on every key
+  // the rows cannot see) only the visible keys' values are read.
+  at::Tensor outputs(const at::Tensor& probs, std::int64_t first_row, bool causal_zeros) const {
     const std::int64_t rows = probs.size(-2);
-    if (group == 1) return at::matmul(probs, values);
-    const at::Tensor out = at::matmul(stacked_rows(probs), values);  // [..., Hk, G·Q, Ev]
+    const std::int64_t keys = causal_zeros ? visible_keys(first_row, rows) : probs.size(-1);
+    const bool narrowed = keys < probs.size(-1);
+    const at::Tensor weights = narrowed ? probs.narrow(-1, 0, keys) : probs;
+    const at::Tensor read = narrowed ? values.narrow(-2, 0, keys) : values;
+    if (group == 1) return at::matmul(weights, read);
+    const at::Tensor out = at::matmul(stacked_rows(weights), read);  // [..., Hk, G·Q, Ev]
     return out.view(resized(resized(out.sizes(), -3, out.size(-3) * group), -2, rows));
   }
 
@@ -68,20 +87,23 @@ struct AttentionCall {
     return grouped.reshape(resized(resized(rows.sizes(), -3, heads / group), -2, group * rows.size(-2)));
   }
 
-  // The block's scores masked as the math backend masks them: −inf above the causal diagonal (key j
-  // hidden from query i when j > i, positions absolute), then attn_mask's rows of the block (bool:
-  // −inf where false; float: added), in place when the mask broadcasts to the block's shape.
+  // The block's scores over its visible keys (the first scores.size(-1)) masked as the math backend
+  // masks them: −inf above the causal diagonal (key j hidden from query i when j > i, positions
+  // absolute: only the keys from first_row on can be), then attn_mask's rows and visible columns of
+  // the block (bool: −inf where false; float: added), in place when the mask broadcasts to the block.
   at::Tensor masked(at::Tensor scores, std::int64_t first_row) const {
     constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
     const std::int64_t rows = scores.size(-2);
-    if (is_causal) {
-      const at::Tensor hidden = at::ones({rows, scores.size(-1)}, scores.options().dtype(at::kBool))
-                                    .triu(/*diagonal=*/first_row + 1);
-      scores.masked_fill_(hidden, minus_infinity);
+    const std::int64_t keys = scores.size(-1);
+    if (is_causal && first_row < keys) {
+      const at::Tensor hidden = at::ones({rows, keys - first_row}, scores.options().dtype(at::kBool))
+                                    .triu(/*diagonal=*/1);
+      scores.narrow(-1, first_row, keys - first_row).masked_fill_(hidden, minus_infinity);
     }
     if (!mask.defined()) return scores;
     at::Tensor block_mask = mask;
     if (mask.dim() >= 2 && mask.size(-2) != 1) block_mask = mask.narrow(-2, first_row, rows);
+    if (mask.dim() >= 1 && mask.size(-1) != 1 && keys < mask.size(-1)) block_mask = block_mask.narrow(-1, 0, keys);
     const bool in_place = at::infer_size(block_mask.sizes(), scores.sizes()) == scores.sizes();
     if (block_mask.scalar_type() == at::kBool) {
       const at::Tensor hidden = block_mask.logical_not();
@@ -93,15 +115,16 @@ struct AttentionCall {
 
 // The output [..., H, L, Ev] of `call` with its blocks' probabilities passed through `block`
 // (probabilities [..., H, Q, S], first row) -> probabilities A·V is taken of.
+// `causal_zeros`: `block` keeps 0 where the probabilities are 0 (AttentionCall::outputs).
 template <typename Block>
-at::Tensor blocked_output(const AttentionCall& call, std::int64_t rows, const Block& block) {
+at::Tensor blocked_output(const AttentionCall& call, std::int64_t rows, bool causal_zeros, const Block& block) {
   const std::int64_t length = call.query.size(-2);
-  if (length == 0) return call.outputs(call.probabilities(call.query, 0));  // no rows: an empty output
+  if (length == 0) return call.outputs(call.probabilities(call.query, 0), 0, false);  // no rows: an empty output
   at::Tensor output;  // allocated with the first block when there are several
   for (std::int64_t first_row = 0; first_row < length; first_row += rows) {
     const std::int64_t count = std::min(rows, length - first_row);
     const at::Tensor probs = block(call.probabilities(call.query.narrow(-2, first_row, count), first_row), first_row);
-    at::Tensor block_output = call.outputs(probs);
+    at::Tensor block_output = call.outputs(probs, first_row, causal_zeros);
     if (count == length) return block_output;
     if (!output.defined()) output = at::empty(resized(block_output.sizes(), -2, length), block_output.options());
     output.narrow(-2, first_row, count).copy_(block_output);
@@ -120,7 +143,8 @@ class RecomputedAttention : public torch::autograd::Function<RecomputedAttention
                             const AttentionCall* call, AttentionBlocks* blocks) {
     const std::int64_t batch = blocks->batch();
     const bool scaled = scale.numel() > 0;  // [B, H], or empty when the layer has no head scale
-    at::Tensor output = blocked_output(*call, blocks->rows(), [&](at::Tensor probs, std::int64_t first_row) {
+    at::Tensor output = blocked_output(*call, blocks->rows(), /*causal_zeros=*/true, [&](at::Tensor probs,
+                                                                                          std::int64_t first_row) {
       blocks->deliver(probs, first_row);
       return scaled ? scale_heads(probs, batch, scale) : probs;
     });
@@ -169,7 +193,7 @@ class RecomputedAttention : public torch::autograd::Function<RecomputedAttention
       const at::Tensor block = query.narrow(-2, first_row, count).detach().requires_grad_(wants_query);
       at::Tensor probs = call.probabilities(block, first_row);
       if (scale.defined()) probs = scale_heads(probs, batch, scale);
-      const at::Tensor output = call.outputs(probs);
+      const at::Tensor output = call.outputs(probs, first_row, /*causal_zeros=*/true);
       std::vector<at::Tensor> inputs;
       if (wants_query) inputs.push_back(block);
       if (wants_key) inputs.push_back(scaled_keys);
@@ -261,7 +285,8 @@ at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const
                                       head_scale.defined() ? head_scale : at::empty({0}, query.options()), &call,
                                       &blocks);
   }
-  return blocked_output(call, rows, [&](const at::Tensor& probs, std::int64_t first_row) {
+  // Head scales keep a probability of 0 at 0; an edit may not.
+  return blocked_output(call, rows, /*causal_zeros=*/!blocks.edits(), [&](const at::Tensor& probs, std::int64_t first_row) {
     return blocks.observe(probs, first_row);
   });
 }
