@@ -27,6 +27,25 @@
 
 namespace headscan {
 
+namespace {
+
+// out[..., index[i], ...] += source[..., i, ...] along `dim`, each target's additions in the order of
+// i on every device, so the same input gives the same sums bit for bit whatever the blocks:
+// index_add_ does so on the CPU (one thread per target), index_put_ with accumulation on a GPU (by
+// sorting), where index_add_ and scatter_add_ would use atomics in a varying order.
+void add_in_order(at::Tensor& out, std::int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  if (out.device().is_cpu()) {
+    out.index_add_(dim, index, source);
+    return;
+  }
+  c10::List<std::optional<at::Tensor>> indices;
+  for (std::int64_t d = 0; d < dim; ++d) indices.push_back(std::nullopt);
+  indices.push_back(std::optional<at::Tensor>(index));
+  out.index_put_(indices, source, /*accumulate=*/true);
+}
+
+}  // namespace
+
 MostAttendedWords::MostAttendedWords(const std::vector<std::int64_t>& token_word, std::int64_t batch,
                                      std::int64_t length, std::int64_t words,
                                      const std::vector<std::int64_t>& word_counts,
@@ -120,17 +139,24 @@ void MostAttendedWords::observe_rows(const at::Tensor& attention, std::int64_t f
   const std::int64_t slots = highest + 1 - scored_;  // the slots these rows may touch
   if (slots <= 0) return;
   const std::int64_t heads = attention.size(1);
-  // [B, H, q, W + 1]: each row's sum over each word's columns, in column order.
-  const at::Tensor columns = token_word_.view({batch_, 1, 1, length_}).expand(attention.sizes());
-  const at::Tensor to_words =
-      torch::zeros({batch_, heads, rows, words_ + 1}, attention.options()).scatter_add_(3, columns, attention);
+  // [B, H, q, W + 1]: each row's sum over each word's columns, in column order (on the CPU one
+  // scatter-add for the batch, each row's additions in order on one thread).
+  at::Tensor to_words = torch::zeros({batch_, heads, rows, words_ + 1}, attention.options());
+  if (attention.device().is_cpu()) {
+    to_words.scatter_add_(/*dim=*/3, token_word_.view({batch_, 1, 1, length_}).expand(attention.sizes()), attention);
+  } else {
+    for (std::int64_t b = 0; b < batch_; ++b) {
+      at::Tensor sequence = to_words[b];
+      add_in_order(sequence, /*dim=*/2, token_word_[b], attention[b]);
+    }
+  }
   // [H, slots + 1, W + 1]: the open slots' sums so far, the rows of each slot added in row order;
   // the last row takes the rows of tokens in no query word.
   at::Tensor sums = torch::zeros({heads, slots + 1, words_ + 1}, attention.options());
   if (open_.defined()) sums.narrow(1, 0, open_.size(1)).copy_(open_);
   const at::Tensor slot = token_slot_.narrow(1, first_row, rows);
   const at::Tensor local = torch::where(slot >= 0, slot - scored_, torch::full_like(slot, slots));
-  for (std::int64_t b = 0; b < batch_; ++b) sums.index_add_(1, local[b], to_words[b]);
+  for (std::int64_t b = 0; b < batch_; ++b) add_in_order(sums, /*dim=*/1, local[b], to_words[b]);
   const std::int64_t ending = ended - scored_;  // rows 0 .. ending − 1 of `sums`
   if (ending > 0) {
     const at::Tensor column = torch::arange(words_ + 1, slot_word_.options());

@@ -19,8 +19,9 @@ namespace headscan {
 // [B, H, q, W + 1] for q rows at a time, column W taking the tokens of no word) and the rows of each
 // query word added up in row order. A query word is scored when the row of its last token has been
 // seen, and dropped: between blocks only the partial sums of the query words begun and not ended
-// are kept, [H, n, W + 1] for those few words, never the layer's [B, H, W, W]. On the CPU the
-// additions run in the same order whatever the blocks, so the predictions are the same whatever Q.
+// are kept, [H, n, W + 1] for those few words, never the layer's [B, H, W, W]. Each sum's additions
+// run in the same order whatever the blocks, on every device (no atomics), so the predictions are
+// the same whatever Q.
 class MostAttendedWords {
  public:
   // token_word: [B * T] row-major, each token's local word, `words` (the largest word count of the
