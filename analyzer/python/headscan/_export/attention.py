@@ -81,10 +81,15 @@ def sdpa_difference(run_sdpa, run_eager, dtype):
                 "attention), and headscan analyses one attention map per layer")
     with torch.no_grad():
         want = run_eager()
+    return difference(got, want, dtype, "SDPA attention")
+
+
+def difference(got, want, dtype, attention):
+    """Why the output `got` with `attention` is not eager attention's `want`, or None when it is."""
     if got.shape != want.shape:
-        return f"its output with SDPA attention is {list(got.shape)}, with eager attention {list(want.shape)}"
+        return f"its output with {attention} is {list(got.shape)}, with eager attention {list(want.shape)}"
     if not close(got, want, dtype):
-        return (f"its output with SDPA attention differs from eager attention's by "
+        return (f"its output with {attention} differs from eager attention's by "
                 f"{(got.float() - want.float()).abs().max().item():.3g}")
     return None
 
@@ -150,12 +155,7 @@ def headscan_difference(model, run, run_eager, dtype):
             got = run(model)
         except Exception as e:  # noqa: BLE001 - a model's code that cannot take the compact mask
             return f"its forward fails with headscan's attention ({type(e).__name__}: {first_line(e)})"
-    if got.shape != want.shape:
-        return f"its output with headscan's attention is {list(got.shape)}, with eager attention {list(want.shape)}"
-    if not close(got, want, dtype):
-        return (f"its output with headscan's attention differs from eager attention's by "
-                f"{(got.float() - want.float()).abs().max().item():.3g}")
-    return None
+    return difference(got, want, dtype, "headscan's attention")
 
 
 def first_line(error):
