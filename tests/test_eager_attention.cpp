@@ -52,7 +52,7 @@ struct Case {
   const char* name;
   std::int64_t heads, kv_heads, length, keys;
   bool causal;
-  int mask;  // 0 none, 1 bool, 2 float
+  int mask;  // 0 none, 1 bool, 2 float, 3 bool with rows that see no key
 };
 
 double max_difference(const at::Tensor& a, const at::Tensor& b) {
@@ -71,6 +71,8 @@ TEST_CASE("headscan's attention op equals the unblocked math backend whatever th
       {"GQA", 8, 2, 23, 23, true, 1},
       {"GQA without a mask", 8, 2, 19, 19, false, 0},
       {"L != S", 4, 4, 9, 23, false, 2},
+      {"rows that see no key, causal", 8, 2, 23, 23, true, 3},
+      {"rows that see no key", 4, 4, 23, 23, false, 3},
   };
   const std::int64_t batch = 2;
   const std::int64_t width = 16;
@@ -86,6 +88,14 @@ TEST_CASE("headscan's attention op equals the unblocked math backend whatever th
       if (c.mask == 1) {
         at::Tensor visible = at::rand({batch, 1, c.length, c.keys}) > 0.3;
         visible.select(-1, 0).fill_(true);
+        mask = visible;
+      } else if (c.mask == 3) {
+        // Left padding (rows 0-2 see no key; under the causal rule row 3 sees keys 0-3, hidden
+        // too) and a row hidden from everything: _safe_softmax's all-0 rows.
+        at::Tensor visible = at::rand({batch, 1, c.length, c.keys}) > 0.3;
+        visible.narrow(-1, 0, 4).fill_(false);
+        visible.narrow(-2, 0, 3).fill_(false);
+        visible.select(-2, 10).fill_(false);
         mask = visible;
       } else if (c.mask == 2) {
         mask = (at::randn({batch, 1, c.length, c.keys}) * 2).to(dtype);

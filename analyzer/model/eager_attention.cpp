@@ -55,15 +55,42 @@ struct AttentionCall {
   }
 
   // The block's probabilities [..., H, Q, S]: masked scores, softmax over the keys the rows can see,
-  // 0 on the others. Without attn_mask every row sees a key (key 0, under the causal rule), so the
-  // plain softmax gives _safe_softmax's values without its pass over the rows for those with none.
+  // 0 on the others; a row that sees no key is all 0, as _safe_softmax gives it. Without attn_mask
+  // every row sees a key (key 0, under the causal rule), so the plain softmax gives those values.
+  // With a bool mask the rows that see none are read off the mask (a block of it is H times smaller
+  // than the scores) and zeroed after the plain softmax, which left them NaN: _safe_softmax's values
+  // without its two passes over the scores. A float mask takes _safe_softmax.
   at::Tensor probabilities(const at::Tensor& rows, std::int64_t first_row) const {
-    const std::int64_t keys = visible_keys(first_row, rows.size(-2));
+    const std::int64_t count = rows.size(-2);
+    const std::int64_t keys = visible_keys(first_row, count);
     const at::Tensor scores = masked(this->scores(rows, keys), first_row);
-    const at::Tensor probs = !mask.defined() && keys > 0 ? at::softmax(scores, /*dim=*/-1)
-                                                         : at::_safe_softmax(scores, /*dim=*/-1);
+    at::Tensor probs;
+    if (keys == 0 || (mask.defined() && mask.scalar_type() != at::kBool)) {
+      probs = at::_safe_softmax(scores, /*dim=*/-1);
+    } else {
+      probs = at::softmax(scores, /*dim=*/-1);
+      if (mask.defined()) {
+        at::Tensor seen = block_mask(first_row, count, keys);  // bool, broadcastable to [..., Q, keys]
+        if (is_causal && first_row < keys) {
+          const at::Tensor ahead = at::ones({count, keys}, seen.options()).triu(/*diagonal=*/first_row + 1);
+          seen = seen.logical_and(ahead.logical_not());
+        }
+        const at::Tensor blind = seen.any(/*dim=*/-1, /*keepdim=*/true).logical_not();
+        // On the CPU the check is free and spares the pass; a GPU would wait for it.
+        if (!probs.is_cpu() || blind.any().item<bool>()) probs = probs.masked_fill(blind, 0.0);
+      }
+    }
     const std::int64_t hidden = scaled_keys.size(-1) - keys;
     return hidden > 0 ? at::constant_pad_nd(probs, {0, hidden}, 0.0) : probs;
+  }
+
+  // attn_mask's rows of a block of `count` rows from `first_row` and its first `keys` columns (dims
+  // of size 1 stay broadcast).
+  at::Tensor block_mask(std::int64_t first_row, std::int64_t count, std::int64_t keys) const {
+    at::Tensor block = mask;
+    if (mask.dim() >= 2 && mask.size(-2) != 1) block = block.narrow(-2, first_row, count);
+    if (mask.dim() >= 1 && mask.size(-1) != 1 && keys < mask.size(-1)) block = block.narrow(-1, 0, keys);
+    return block;
   }
 
   // A·V of one block of probabilities [..., H, Q, S] from `first_row`: [..., H, Q, Ev]. With
@@ -101,9 +128,7 @@ struct AttentionCall {
       scores.narrow(-1, first_row, keys - first_row).masked_fill_(hidden, minus_infinity);
     }
     if (!mask.defined()) return scores;
-    at::Tensor block_mask = mask;
-    if (mask.dim() >= 2 && mask.size(-2) != 1) block_mask = mask.narrow(-2, first_row, rows);
-    if (mask.dim() >= 1 && mask.size(-1) != 1 && keys < mask.size(-1)) block_mask = block_mask.narrow(-1, 0, keys);
+    const at::Tensor block_mask = this->block_mask(first_row, rows, keys);
     const bool in_place = at::infer_size(block_mask.sizes(), scores.sizes()) == scores.sizes();
     if (block_mask.scalar_type() == at::kBool) {
       const at::Tensor hidden = block_mask.logical_not();
