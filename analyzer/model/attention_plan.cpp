@@ -16,7 +16,7 @@ namespace headscan {
 namespace {
 
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
-constexpr std::int64_t kCpuCap = 32 * kMiB;
+constexpr std::int64_t kCpuCap = 8 * kMiB;
 constexpr std::int64_t kGpuCap = 1024 * kMiB;
 constexpr std::int64_t kFloor = kMiB;
 constexpr std::int64_t kShareOfFree = 16;

@@ -12,7 +12,7 @@
 namespace headscan {
 
 // Bytes one block tensor may take on `device`: a sixteenth of its free memory (the working set of
-// a block, about six such tensors, then stays under 40 % of it), at most 32 MiB on the CPU and
+// a block, about six such tensors, then stays under 40 % of it), at most 8 MiB on the CPU and
 // 1 GiB on a GPU, at least 1 MiB.
 std::int64_t attention_block_budget(const c10::Device& device);
 
