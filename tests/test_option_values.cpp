@@ -80,6 +80,19 @@ TEST_CASE("seed values: whole numbers from 0 to 2^64 - 1 in decimal digits", "[c
   }
 }
 
+TEST_CASE("attention block values: auto or whole numbers of rows from 1 to 2^31", "[cli][options]") {
+  using headscan::parse_attention_block_option;
+  CHECK(parse_attention_block_option("auto") == 0);
+  CHECK(parse_attention_block_option("1") == 1);
+  CHECK(parse_attention_block_option("256") == 256);
+  CHECK(parse_attention_block_option("2147483648") == (std::int64_t{1} << 31));
+  for (const std::string value : {"", "0", "-1", "+7", "2147483649", "99999999999999999999", "7.5", "Auto", " 7"}) {
+    CAPTURE(value);
+    CHECK_THROWS_WITH(parse_attention_block_option(value),
+                      Contains("--attention-block") && Contains("expected auto or a number of query rows"));
+  }
+}
+
 TEST_CASE("the options --sink and --window share their thresholds' range and value", "[cli][options]") {
   CHECK(headscan::count_threshold_minimum("streaming_sink") == 0);
   CHECK(headscan::count_threshold_minimum("streaming_window") == 1);

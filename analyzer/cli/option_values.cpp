@@ -31,6 +31,15 @@ std::string shown(const std::string& text) {
   return cut;
 }
 
+// `text` as a whole number in decimal digits only (no sign, space or prefix) that fits `value`'s
+// type; false otherwise, `value` then undefined.
+template <typename Number>
+bool decimal_number(std::string_view text, Number& value) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) return false;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
 }  // namespace
 
 double count_threshold_minimum(const std::string& name) { return name == "streaming_window" ? 1 : 0; }
@@ -90,9 +99,8 @@ void set_streaming_size(std::map<std::string, double>& thresholds, const std::st
 
 std::uint64_t parse_seed_option(const std::string& text) {
   std::uint64_t seed = 0;
-  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seed);
-  if (!digits || error != std::errc() || end != text.data() + text.size()) {
+  if (!decimal_number(text, seed)) {
+    const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
     const char* found = digits                                  ? ", found a number past it"
                         : !text.empty() && text.front() == '-' ? ", found a negative number"
                                                                 : "";
@@ -106,9 +114,7 @@ std::uint64_t parse_seed_option(const std::string& text) {
 std::int64_t parse_attention_block_option(const std::string& text) {
   if (text == "auto") return 0;
   std::int64_t rows = 0;
-  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), rows);
-  if (!digits || error != std::errc() || end != text.data() + text.size() || rows < 1 || rows > (std::int64_t{1} << 31)) {
+  if (!decimal_number(text, rows) || rows < 1 || rows > (std::int64_t{1} << 31)) {
     throw InputError(fmt::format("--attention-block {}: expected auto or a number of query rows from 1 to 2147483648 "
                                  "(2^31); e.g. --attention-block 256",
                                  shown(text)));
@@ -124,9 +130,7 @@ std::vector<std::int64_t> parse_needle_lengths_option(const std::string& text) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
     std::int64_t length = 0;
-    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos;
-    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), length);
-    if (!digits || error != std::errc() || end != item.data() + item.size() || length < 1 || length > kLongest) {
+    if (!decimal_number(item, length) || length < 1 || length > kLongest) {
       throw InputError(fmt::format("--needle-lengths {}: expected the needle probes' lengths in tokens, whole numbers "
                                    "from 37 to max_length separated by commas, e.g. --needle-lengths 4096,16384; "
                                    "found \"{}\"",
@@ -158,15 +162,10 @@ void check_path_option(const std::string& what, const std::string& path) {
 
 ShardOption parse_shard_option(const std::string& text) {
   const std::size_t slash = text.find('/');
-  auto number = [&](std::string_view digits, std::uint64_t& value) {
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return false;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    return error == std::errc() && end == digits.data() + digits.size();
-  };
   ShardOption shard;
   const std::string_view whole(text);
-  const bool parsed = slash != std::string::npos && number(whole.substr(0, slash), shard.index) &&
-                      number(whole.substr(slash + 1), shard.count);
+  const bool parsed = slash != std::string::npos && decimal_number(whole.substr(0, slash), shard.index) &&
+                      decimal_number(whole.substr(slash + 1), shard.count);
   if (!parsed || shard.count < 1 || shard.count > kMaxShards) {
     throw InputError(fmt::format("--shard {}: expected I/N, the shard's index from 0 and the number of shards (1 to "
                                  "{}), e.g. --shard 0/8 or --shard ${{SLURM_ARRAY_TASK_ID}}/${{SLURM_ARRAY_TASK_COUNT}}",
@@ -192,9 +191,7 @@ std::vector<std::int64_t> parse_steps_option(const std::string& text) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
     std::int64_t step = 0;
-    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos;
-    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), step);
-    if (!digits || error != std::errc() || end != item.data() + item.size() || step > kMaxMetadataStep) {
+    if (!decimal_number(item, step) || step > kMaxMetadataStep) {
       throw InputError(fmt::format("--steps {}: expected the training step of each run, in the order the runs are "
                                    "given: whole numbers from 0 to 2^53 separated by commas, e.g. --steps 0,500,1000; "
                                    "found \"{}\"",
