@@ -6,6 +6,7 @@
 #     DataFrame, errors, Ctrl-C, compare);
 #   * examples/quickstart.ipynb, executed headless by nbconvert in a temporary folder;
 #   * check_bundled.sh: the installed wheel in a root that has none of the libraries it bundles.
+#   * tests/kvpress/run.sh: headscan.kvpress applied by kvpress 0.5.5, in a venv layered on this one.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work="$root/build/python-tests"
@@ -33,3 +34,6 @@ cp "$root/examples/quickstart.ipynb" "$work/notebook/"
 echo "examples/quickstart.ipynb ran without error"
 
 bash "$root/tests/python/check_bundled.sh" "$venv" "$work/bundled"
+
+# headscan.kvpress's tests, in a venv layered on this one (kvpress 0.5.5 needs transformers < 5.3).
+bash "$root/tests/kvpress/run.sh"
