@@ -122,6 +122,9 @@ def _define_press_class():
         def post_init_from_model(self, model):
             """Checks that the plan fits ``model`` and spreads it over the decoder layers that
             kvpress hooks (``model.model.layers``): rows at their layer index, any other layer full."""
+            if type(model).__name__ == "Gemma3ForConditionalGeneration":
+                raise ValueError("DuoAttentionPress is not supported for Gemma3ForConditionalGeneration (kvpress "
+                                 f"{KVPRESS_VERSION}), and so neither is headscan's plan through it")
             decoder = model.model.language_model if hasattr(model.model, "language_model") else model.model
             layers = decoder.layers
             without = [index for index, layer in enumerate(layers) if not hasattr(layer, "self_attn")]
