@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "analyzer/cli/option_values.h"
 #include "analyzer/errors.h"
@@ -133,5 +134,42 @@ TEST_CASE("needle lengths values: whole numbers separated by commas, sorted and 
                                   "64;128"}) {
     CAPTURE(value);
     CHECK_THROWS_WITH(parse_needle_lengths_option(value), Contains("expected the needle probes' lengths in tokens"));
+  }
+}
+
+TEST_CASE("probes values: default, none or N for both kinds, or per kind; anything else refused", "[cli][options]") {
+  using headscan::kPlannedProbes;
+  using headscan::parse_probes_option;
+  using headscan::ProbeBudget;
+  auto both = [](const ProbeBudget& budget) { return std::pair<std::int64_t, std::int64_t>{budget.induction, budget.needles}; };
+  using Pair = std::pair<std::int64_t, std::int64_t>;
+  CHECK(both(parse_probes_option("default")) == Pair{kPlannedProbes, kPlannedProbes});
+  CHECK(both(parse_probes_option("none")) == Pair{0, 0});
+  CHECK(both(parse_probes_option("3")) == Pair{3, 3});
+  CHECK(both(parse_probes_option("1000")) == Pair{1000, 1000});
+  CHECK(both(parse_probes_option("needles=none")) == Pair{kPlannedProbes, 0});
+  CHECK(both(parse_probes_option("induction=7")) == Pair{7, kPlannedProbes});
+  CHECK(both(parse_probes_option("needles=2,induction=none")) == Pair{0, 2});
+  CHECK(both(parse_probes_option("induction=default,needles=default")) == Pair{kPlannedProbes, kPlannedProbes});
+  const std::string expected = "expected default, none, a number N from 1 to 1000";
+  const std::pair<std::string, std::string> refused[] = {
+      {"", "found \"\""},
+      {"0", "found \"0\""},
+      {"1001", "found \"1001\""},
+      {"-1", "found \"-1\""},
+      {"all", "found \"all\""},
+      {" 3", "found \" 3\""},
+      {"needles=0", "found \"0\" for needles"},
+      {"needles=", "found \"\" for needles"},
+      {"induction=5,", "found \"\" without a kind"},
+      {"induction=5,3", "found \"3\" without a kind"},
+      {"retrieval=none", "found the kind \"retrieval\" (the kinds are induction and needles)"},
+      {"induction=1,induction=2", "found induction given twice"},
+      {"Needles=none", "found the kind \"Needles\""}};
+  for (const auto& [value, found] : refused) {
+    CAPTURE(value);
+    CHECK_THROWS_AS(parse_probes_option(value), headscan::InputError);
+    CHECK_THROWS_WITH(parse_probes_option(value), Contains(expected) && Contains(found) &&
+                                                      Contains("--probes " + value + ":"));
   }
 }

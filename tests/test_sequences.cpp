@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -16,6 +17,7 @@
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/errors.h"
 #include "analyzer/run/sequences/needle_plan.h"
+#include "analyzer/run/sequences/probe_budget.h"
 #include "analyzer/run/sequences/sequence_reader.h"
 #include "analyzer/run/sequences/sequences.h"
 #include "tests/fixtures.h"
@@ -344,7 +346,7 @@ TEST_CASE("a long compressed line is read to its end in bounded memory", "[seque
 
 TEST_CASE("needle lengths: 4096 doubling up to max_length, only max_length up to 4096", "[sequences][needles]") {
   using headscan::default_needle_lengths;
-  // A short run keeps one length, max_length: the 40 probes it always ran.
+  // A short run keeps one length, max_length.
   CHECK(default_needle_lengths(128) == std::vector<std::int64_t>{128});
   CHECK(default_needle_lengths(4096) == std::vector<std::int64_t>{4096});
   CHECK(default_needle_lengths(4097) == std::vector<std::int64_t>{4096, 4097});
@@ -365,44 +367,51 @@ TEST_CASE("needle lengths: above max_length or below a probe's own size are refu
                     Contains("36 is shorter than a needle probe can be") && Contains("from 37 to max_length 128"));
 }
 
-TEST_CASE("needle cells: all 8 haystacks up to 4096 tokens, fewer at long lengths, the same whatever the batch size",
-          "[sequences][needles]") {
+TEST_CASE("needle plan: one probe for a model that does not copy, a round per depth for one that copies, rounds "
+          "until 20 copy events or 8 haystacks per depth otherwise", "[sequences][needles]") {
   using headscan::kHaystacks;
-  using headscan::needle_cell_batch;
-  using headscan::needle_cell_done;
-  using headscan::needle_cell_minimum;
-  CHECK(needle_cell_minimum(128) == 8);
-  CHECK(needle_cell_minimum(4096) == 8);
-  CHECK(needle_cell_minimum(8192) == 4);
-  CHECK(needle_cell_minimum(16384) == 2);
-  CHECK(needle_cell_minimum(32768) == 1);
-  CHECK(needle_cell_minimum(131072) == 1);
-  // The probes a cell runs, with `copies[h]` copy events on haystack h, in batches of `batch_size`.
-  auto probes_run = [](std::int64_t length, const std::vector<std::int64_t>& copies, std::int64_t batch_size) {
-    int probes = 0;
-    std::int64_t events = 0;
-    while (!needle_cell_done(length, probes, events)) {
-      const int take = needle_cell_batch(length, probes, batch_size);
-      REQUIRE(take >= 1);
-      for (int h = probes; h < probes + take; ++h) events += copies[static_cast<std::size_t>(h)];
-      probes += take;
+  using headscan::kPlannedProbes;
+  using headscan::NeedleLengthPlan;
+  using headscan::NeedleProbeIndex;
+  using headscan::needle_haystacks_most;
+  CHECK(needle_haystacks_most(kPlannedProbes) == kHaystacks);
+  CHECK(needle_haystacks_most(1) == 1);
+  CHECK(needle_haystacks_most(3) == 3);
+  CHECK(needle_haystacks_most(1000) == kHaystacks);
+  // The probes a length runs, round by round, with `copies(haystack, depth)` copy events on each.
+  auto run = [](const std::function<std::int64_t(int, int)>& copies, int most) {
+    NeedleLengthPlan plan(most);
+    std::vector<std::pair<int, int>> probes;
+    for (auto round = plan.next_round(); !round.empty(); round = plan.next_round()) {
+      REQUIRE(probes.size() < 100);
+      std::int64_t events = 0;
+      for (const NeedleProbeIndex& probe : round) {
+        probes.emplace_back(probe.haystack, probe.depth);
+        events += copies(probe.haystack, probe.depth);
+      }
+      plan.finish_round(events);
     }
     return probes;
   };
-  const std::vector<std::int64_t> every_token(kHaystacks, 11);   // 11 copy events per probe
-  const std::vector<std::int64_t> some(kHaystacks, 3);
-  const std::vector<std::int64_t> none(kHaystacks, 0);
-  const std::vector<std::int64_t> late = {0, 0, 0, 0, 0, 11, 11, 11};
-  for (std::int64_t batch_size : {1, 2, 3, 5, 8, 64}) {
-    CAPTURE(batch_size);
-    CHECK(probes_run(512, every_token, batch_size) == 8);     // short: all 40 probes, as always
-    CHECK(probes_run(4096, none, batch_size) == 8);
-    CHECK(probes_run(8192, every_token, batch_size) == 4);    // 44 events after the 4 it must run
-    CHECK(probes_run(8192, none, batch_size) == 4);           // no copy in 4: stops
-    CHECK(probes_run(8192, some, batch_size) == 7);           // 21 events after 7
-    CHECK(probes_run(32768, every_token, batch_size) == 2);   // 11, then 22 events
-    CHECK(probes_run(131072, none, batch_size) == 1);
-    CHECK(probes_run(131072, some, batch_size) == 7);
-    CHECK(probes_run(131072, late, batch_size) == 1);         // the first haystack gave none
-  }
+  const auto every_token = [](int, int) -> std::int64_t { return 11; };
+  const auto none = [](int, int) -> std::int64_t { return 0; };
+  const auto some = [](int, int) -> std::int64_t { return 3; };
+  const auto deepest_only = [](int, int depth) -> std::int64_t { return depth == 4 ? 2 : 0; };
+  const auto shallow_only = [](int, int depth) -> std::int64_t { return depth == 0 ? 11 : 0; };
+  using Probes = std::vector<std::pair<int, int>>;
+  // First haystack 0 at the deepest depth, then haystack 0 at the others: 55 copy events.
+  CHECK(run(every_token, kHaystacks) == Probes{{0, 4}, {0, 0}, {0, 1}, {0, 2}, {0, 3}});
+  CHECK(run(none, kHaystacks) == Probes{{0, 4}});
+  CHECK(run(shallow_only, kHaystacks) == Probes{{0, 4}});  // the deepest needle decides
+  // 3, 15, then 30 copy events: a third round, haystack 1 at every depth.
+  CHECK(run(some, kHaystacks) ==
+        Probes{{0, 4}, {0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}});
+  // 2 copy events per round: 16 after all 8 haystacks at every depth, 40 probes.
+  const Probes all = run(deepest_only, kHaystacks);
+  CHECK(all.size() == 5 * kHaystacks);
+  CHECK(all.back() == std::pair<int, int>{kHaystacks - 1, 4});
+  // --probes needles=N: at most N haystacks per depth.
+  CHECK(run(some, 1).size() == 5);
+  CHECK(run(deepest_only, 2).size() == 10);
+  CHECK(run(none, 1) == Probes{{0, 4}});
 }

@@ -92,6 +92,12 @@ AnalysisCommand::AnalysisCommand()
                   "the needle probes' lengths in tokens, e.g. 4096,16384 (from 37 to max_length; default: 4096, 8192, "
                   "... doubling up to max_length, and max_length; only max_length when it is at most 4096)")
       ->type_name("L1,L2,...");
+  app_.add_option("--probes", probes_,
+                  "the induction and needle probes: default (as many as their scores need), none (no induction, "
+                  "duplicate-token or retrieval scores), N (N induction probes, at most N haystacks per needle "
+                  "cell), or per kind, e.g. induction=5,needles=none")
+      ->type_name("default|none|N|KIND=VALUE,...")
+      ->capture_default_str();
   app_.add_option("--dtype", options_.dtype,
                   "cast the model's floating-point parameters to this dtype when loading it (default: run it in "
                   "the dtype its archive holds); attention statistics are summed in float32 or wider either way")
@@ -170,6 +176,7 @@ AnalysisOptions AnalysisCommand::finish() {
   options_.seed = parse_seed_option(seed_);
   options_.attention_block = parse_attention_block_option(attention_block_);
   if (app_.count("--needle-lengths") > 0) options_.needle_lengths = parse_needle_lengths_option(needle_lengths_);
+  options_.probes = parse_probes_option(probes_);
   options_.thresholds = parse_threshold_options(thresholds_);
   if (sink_) set_streaming_size(options_.thresholds, "--sink", "streaming_sink", *sink_);
   if (window_) set_streaming_size(options_.thresholds, "--window", "streaming_window", *window_);

@@ -62,6 +62,7 @@ class AnalysisCommand {
   std::string seed_ = "0";
   std::string shard_;
   std::string needle_lengths_;
+  std::string probes_ = "default";
   std::string attention_block_ = "auto";
   bool no_html_ = false;
   bool no_plots_ = false;

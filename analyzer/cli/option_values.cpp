@@ -145,6 +145,65 @@ std::vector<std::int64_t> parse_needle_lengths_option(const std::string& text) {
   return lengths;
 }
 
+namespace {
+
+// One kind's value of --probes: default, none or N; false when it is none of them.
+bool probe_count(std::string_view text, std::int64_t& count) {
+  if (text == "default") {
+    count = kPlannedProbes;
+    return true;
+  }
+  if (text == "none") {
+    count = 0;
+    return true;
+  }
+  return decimal_number(text, count) && count >= 1 && count <= kMaxProbeCount;
+}
+
+}  // namespace
+
+ProbeBudget parse_probes_option(const std::string& text) {
+  const auto refuse = [&](const std::string& found) {
+    return InputError(fmt::format("--probes {}: expected default, none, a number N from 1 to {} (N induction probes "
+                                  "and at most N haystacks per needle cell), or per kind induction=VALUE and/or "
+                                  "needles=VALUE separated by a comma, each VALUE default, none or N; found {}; e.g. "
+                                  "--probes none, --probes 2 or --probes induction=5,needles=none",
+                                  shown(text), kMaxProbeCount, found));
+  };
+  ProbeBudget budget;
+  if (text.find('=') == std::string::npos) {
+    std::int64_t count = 0;
+    if (!probe_count(text, count)) throw refuse(fmt::format("\"{}\"", shown(text)));
+    budget.induction = budget.needles = count;
+    return budget;
+  }
+  bool induction = false;
+  bool needles = false;
+  std::string_view rest(text);
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) {
+      throw refuse(fmt::format("\"{}\" without a kind", shown(std::string(item))));
+    }
+    const std::string_view kind = item.substr(0, equals);
+    bool* given = kind == "induction" ? &induction : kind == "needles" ? &needles : nullptr;
+    if (given == nullptr) {
+      throw refuse(fmt::format("the kind \"{}\" (the kinds are induction and needles)", shown(std::string(kind))));
+    }
+    if (*given) throw refuse(fmt::format("{} given twice", kind));
+    *given = true;
+    std::int64_t& count = kind == "induction" ? budget.induction : budget.needles;
+    if (!probe_count(item.substr(equals + 1), count)) {
+      throw refuse(fmt::format("\"{}\" for {}", shown(std::string(item.substr(equals + 1))), kind));
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return budget;
+}
+
 void check_path_option(const std::string& what, const std::string& path) {
   std::size_t longest_name = 0;
   for (std::size_t begin = 0; begin <= path.size();) {

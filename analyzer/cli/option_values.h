@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/model/model_metadata.h"
+#include "analyzer/run/sequences/probe_budget.h"
 
 namespace headscan {
 
@@ -48,6 +49,12 @@ std::int64_t parse_attention_block_option(const std::string& text);
 // commas, returned ascending and distinct. Throws InputError quoting the item that is not one;
 // the lengths are checked against max_length once it is known (check_needle_lengths).
 std::vector<std::int64_t> parse_needle_lengths_option(const std::string& text);
+
+// The --probes value: "default", "none" or N (for both kinds), or per kind
+// "induction=VALUE,needles=VALUE" (either or both; the other keeps its default), each VALUE
+// default, none or N, N a whole number from 1 to kMaxProbeCount. Throws InputError saying what was
+// expected and what was found (an unknown kind, a kind given twice, a value that is not one).
+ProbeBudget parse_probes_option(const std::string& text);
 
 // Refuses a text given where a path belongs (`what`: "the model path", "--idf") that no path can
 // be, before anything tries to open it: longer than PATH_MAX bytes, or with a name longer than

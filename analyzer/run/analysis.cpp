@@ -321,6 +321,7 @@ std::shared_ptr<ScanResult::Impl> analyze(const AnalysisOptions& options, const 
   state.classifiers.begin(state.shape, state.thresholds);
   state.record_examples = state.shape.causal && (keep_examples || options.shard);
   end_phase("shape");
+  note_probes_left_out(state);
   for (const auto& pass : make_passes(options)) {
     pass->run(state);
     end_phase(pass->name());

@@ -15,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "analyzer/corpus/text_lines.h"
+#include "analyzer/run/sequences/probe_budget.h"
 
 namespace headscan {
 
@@ -50,6 +51,9 @@ struct AnalysisOptions {
   // --needle-lengths: the needle probes' lengths, ascending and distinct; empty: 4096, 8192, …
   // doubling up to max_length, and max_length (analyzer/run/sequences/needles.h).
   std::vector<std::int64_t> needle_lengths;
+  // --probes: the induction and needle probes of each kind (probe_budget.h); 0 leaves that kind's
+  // pass out of the run.
+  ProbeBudget probes;
   std::int64_t max_sequences = 0;         // 0: the whole corpus
   std::uint64_t seed = 0;                 // for probe sequences
   std::map<std::string, double> thresholds;  // overrides by name

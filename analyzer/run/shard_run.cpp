@@ -55,6 +55,13 @@ nlohmann::ordered_json agreement(const RunState& state, const std::filesystem::p
   agree["max_length"] = state.text.shape.max_length;
   agree["dtype"] = state.model->dtype();
   agree["seed"] = options.seed;
+  // --probes: shard 0's probes are the run's, so every shard states the same.
+  const auto probe_value = [](std::int64_t count) -> nlohmann::ordered_json {
+    if (count == kPlannedProbes) return "default";
+    if (count == 0) return "none";
+    return count;
+  };
+  agree["probes"] = {{"induction", probe_value(options.probes.induction)}, {"needles", probe_value(options.probes.needles)}};
   // The batches, and so the float results, depend on it.
   agree["batch_size"] = options.batch_size;
   agree["parser"] = options.parser;

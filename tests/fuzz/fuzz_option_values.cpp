@@ -2,6 +2,8 @@
 // --shard I/N: the first line is one value; an accepted one has I < N <= kMaxShards.
 // --steps A,B,…: the first line too; accepted steps are 0 … kMaxMetadataStep, one per comma-separated item.
 // --seed N: the first line too; an accepted seed is the decimal number the line spells.
+// --probes VALUE: the first line too; each kind of an accepted value is kPlannedProbes, 0 or 1 …
+// kMaxProbeCount.
 // Count thresholds lie in count_threshold_minimum(name) … kMaxThresholdCount, the range --sink and
 // --window take.
 
@@ -39,6 +41,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::string digits = values.front();  // without leading zeros
       digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
       HEADSCAN_FUZZ_CHECK(std::to_string(seed) == digits);
+    } catch (const headscan::InputError&) {
+    }
+  }
+  if (!values.empty()) {
+    try {
+      const headscan::ProbeBudget budget = headscan::parse_probes_option(values.front());
+      for (const std::int64_t count : {budget.induction, budget.needles}) {
+        HEADSCAN_FUZZ_CHECK(count == headscan::kPlannedProbes || (count >= 0 && count <= headscan::kMaxProbeCount));
+      }
     } catch (const headscan::InputError&) {
     }
   }

@@ -5,9 +5,16 @@
   * streaming, separator, punctuation and their chance levels equal an independent computation
     of their definitions on the planted models' attention (recomputed here in eager PyTorch from
     the fixture's own modules, over the same windows headscan reads), within 1e-5;
-  * retrieval: the copying model's induction head scores 1.0 on 440 copy events (copy accuracy 1.0
-    at every depth) and is labelled retrieval, its duplicate-token head scores 0; the model that
-    never copies has no copy event, retrieval null and a note saying why;
+  * retrieval: the copying model's induction head scores 1.0 on 55 copy events (copy accuracy 1.0
+    at every depth, one probe per depth: the needle plan stops there) and is labelled retrieval,
+    its duplicate-token head scores 0; the model that never copies has no copy event after the
+    plan's single first probe, retrieval null and a note saying why;
+  * the needle plan on a model that copies 2 or 3 tokens of each needle: rounds past the first,
+    the same probes whatever the batch size; --probes needles=1 stops it after one haystack per
+    depth, --probes induction=3 runs 3 induction probes;
+  * --probes none: no probe or needle phase; induction, duplicate_token and retrieval null for
+    every head, repeat_loss null, each with a note saying --probes left the probes out; heads.csv
+    leaves those scores empty;
   * the needle-in-a-haystack grid: its cells add up to the overall counts, each head's hits over
     the copy events are its retrieval score; --needle-lengths gives a row per length, the same
     whatever the batch size, and lengths past max_length, below a probe's size or not numbers are
@@ -25,6 +32,7 @@
 
 Usage: check_long_context.py HEADSCAN FIXTURE_DIR WORK_DIR
 """
+import csv
 import importlib.util
 import json
 import os
@@ -146,12 +154,12 @@ def refused(headscan, model, corpus, out, message, *extra):
         sys.exit(f"FAIL: {' '.join(command)} exited {result.returncode}, expected 2 saying {message!r}\n{result.stderr}")
 
 
-def check_needle_grid(document, lengths):
+def check_needle_grid(document, lengths, probes):
     """The grid's cells add up to the section's counts; each head's hits / copy events is its score."""
     retrieval = document["retrieval"]
     grid = retrieval["grid"]
     assert retrieval["lengths"] == lengths, retrieval["lengths"]
-    assert sum(map(sum, grid["probes"])) == retrieval["probes"] == 40 * len(lengths), grid
+    assert sum(map(sum, grid["probes"])) == retrieval["probes"] == probes, grid
     assert sum(map(sum, grid["copy_events"])) == retrieval["copy_events"], grid
     assert sum(map(sum, grid["candidates"])) == retrieval["candidates"], grid
     for depth, accuracy in enumerate(retrieval["copy_accuracy"]):
@@ -164,6 +172,55 @@ def check_needle_grid(document, lengths):
         assert all(0 <= h <= e for row, events in zip(cells, grid["copy_events"]) for h, e in zip(row, events)), cells
         close(head["scores"]["retrieval"], sum(map(sum, cells)) / retrieval["copy_events"],
               f"retrieval of head {head['head']} from its grid", 1e-6)
+
+
+def check_probe_budgets(headscan, work, corpus):
+    """The needle plan's rounds on a model that copies a few needle tokens, the same whatever the
+    batch size; --probes N per kind; --probes none."""
+    partial = [run(headscan, os.path.join(work, "needle_partial.pt"), corpus, os.path.join(work, f"needle_partial_{b}"),
+                   "--batch-size", str(b)) for b in (1, 3, 8)]
+    retrieval = partial[0]["retrieval"]
+    events = retrieval["grid"]["copy_events"][0]
+    # Fewer than 20 copy events in the first 5 probes (haystack 0 at every depth), so a second
+    # round, haystack 1 at every depth; then 20 or more: the length stops.
+    assert retrieval["grid"]["probes"] == [[2] * 5], retrieval["grid"]
+    assert 20 <= retrieval["copy_events"] == sum(events) and retrieval["copy_accuracy"] != [1.0] * 5, retrieval
+    check_needle_grid(partial[0], [128], 10)
+    for other in partial[1:]:
+        assert other["retrieval"] == retrieval, "the needle probes depend on the batch size"
+    # --probes needles=1: at most one haystack per (length, depth) cell; induction=3: 3 probes.
+    capped = run(headscan, os.path.join(work, "needle_partial.pt"), corpus, os.path.join(work, "needle_partial_capped"),
+                 "--probes", "induction=3,needles=1")
+    grid = capped["retrieval"]["grid"]
+    assert grid["probes"] == [[1] * 5], grid
+    assert capped["retrieval"]["copy_events"] < 20 and "note" in capped["retrieval"], capped["retrieval"]
+    assert all(h["scores"]["retrieval"] is None for h in capped["heads"]), capped["heads"]
+    assert capped["probes"]["count"] == 3 and capped["probes"]["repeat_lengths"] == [25, 20, 15], capped["probes"]
+    assert capped["heads"][0]["scores"]["induction"] is not None, capped["heads"][0]
+
+    # --probes none: no probe or needle pass, and the scores that need them null with a note.
+    out = os.path.join(work, "needle_copy_none")
+    none = run(headscan, os.path.join(work, "needle_copy.pt"), corpus, out, "--probes", "none")
+    phases = list(none["run"]["phases"])
+    assert "probes" not in phases and "needles" not in phases and "corpus" in phases, phases
+    for head in none["heads"]:
+        for score in ("induction", "duplicate_token", "retrieval"):
+            assert head["scores"][score] is None, head
+        assert not {"induction", "duplicate-token", "retrieval"} & set(head["labels"]), head
+    assert none["probes"]["count"] == 0 and "--probes" in none["probes"]["skipped_because"], none["probes"]
+    assert none["model"]["repeat_loss"] is None and "--probes" in none["model"]["repeat_loss_note"], none["model"]
+    assert none["retrieval"]["probes"] == 0 and "--probes" in none["retrieval"]["note"], none["retrieval"]
+    assert none["retrieval"]["lengths"] == [] and none["retrieval"]["grid"]["probes"] == [], none["retrieval"]
+    with open(os.path.join(out, "heads.csv"), encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    for score in ("induction", "duplicate_token", "retrieval"):
+        column = rows[0].index(score)
+        assert all(row[column] == "" for row in rows[1:]), (score, rows)
+    for value, message in [("0", "expected default, none, a number N from 1 to 1000"),
+                           ("needles=all", "found \"all\" for needles"),
+                           ("retrieval=none", "the kinds are induction and needles")]:
+        refused(headscan, os.path.join(work, "needle_copy.pt"), corpus, os.path.join(work, "probes_refused"),
+                message, "--probes", value)
 
 
 def sink_copy_needle_check(module, retrieval):
@@ -205,16 +262,18 @@ def main(argv):
     # Retrieval and streaming on the copying model.
     copy = run(headscan, os.path.join(work, "needle_copy.pt"), corpus, os.path.join(work, "needle_copy"))
     retrieval = copy["retrieval"]
-    assert retrieval["probes"] == 40 and retrieval["copy_events"] == 440, retrieval
+    # The needle plan: haystack 0 at depth 0.9 (11 copy events), then at the other depths: 55.
+    assert retrieval["probes"] == 5 and retrieval["copy_events"] == 55, retrieval
+    assert retrieval["grid"]["probes"] == [[1] * 5], retrieval["grid"]
     assert retrieval["copy_accuracy"] == [1.0] * 5, retrieval
     scores = [h["scores"] for h in copy["heads"]]
     close(scores[0]["retrieval"], 1.0, "retrieval of the induction head")
     close(scores[1]["retrieval"], 0.0, "retrieval of the duplicate-token head")
     assert "retrieval" in labels(copy, 0) and "retrieval" not in labels(copy, 1), copy["heads"]
-    check_needle_grid(copy, [module.CAUSAL_MAX_LEN])
+    check_needle_grid(copy, [module.CAUSAL_MAX_LEN], 5)
     lengths = [run(headscan, os.path.join(work, "needle_copy.pt"), corpus, os.path.join(work, f"needle_lengths_{b}"),
                    "--needle-lengths", "96,64", "--batch-size", str(b)) for b in (1, 3)]
-    check_needle_grid(lengths[0], [64, 96])
+    check_needle_grid(lengths[0], [64, 96], 10)
     assert lengths[0]["retrieval"] == lengths[1]["retrieval"], "the needle probes depend on the batch size"
     for value, message in [("256", "256 is longer than the run's max_length 128"),
                            ("36", "36 is shorter than a needle probe can be"),
@@ -259,6 +318,9 @@ def main(argv):
     assert nocopy["retrieval"]["copy_events"] == 0 and "note" in nocopy["retrieval"], nocopy["retrieval"]
     assert all(h["scores"]["retrieval"] is None for h in nocopy["heads"]), nocopy["heads"]
     assert not any("retrieval" in h["labels"] for h in nocopy["heads"])
+    assert nocopy["retrieval"]["grid"]["probes"] == [[0, 0, 0, 0, 1]], nocopy["retrieval"]["grid"]  # one probe, at 0.9
+
+    check_probe_budgets(headscan, work, corpus)
 
     # Separator and punctuation on the BERT-style model.
     separator = run(headscan, os.path.join(work, "separator.pt"), corpus, os.path.join(work, "separator"))
@@ -300,12 +362,12 @@ def main(argv):
     assert plan["heads"] == [["streaming", "streaming"]] and sink["heads"][0]["scores"]["retrieval"] == 0, sink
     needles = plan["needles"]
     assert needles["lengths"] == retrieval["lengths"] == [module.CAUSAL_MAX_LEN], needles
-    assert needles["copy_events"] == [retrieval["copy_events"]] == [440], needles
+    assert needles["copy_events"] == [retrieval["copy_events"]] == [55], needles
     accuracy, loss_delta = sink_copy_needle_check(module, retrieval)
     assert 0 < accuracy < 1, accuracy
     close(needles["copy_accuracy"][0], accuracy, "kv_plan.needles.copy_accuracy", 1e-12)
     close(needles["loss_delta"][0], loss_delta, "kv_plan.needles.loss_delta", 1e-5)
-    # Batches of 3 probes, where a cell's 8 haystacks end in a short batch: the same check.
+    # Batches of 3 probes, where the plan's second round (4 probes) ends in a short batch: the same check.
     small = run(headscan, os.path.join(work, "needle_sink.pt"), corpus, os.path.join(work, "needle_sink_3"),
                 "--ablation", "--threshold", "streaming=0", "--batch-size", "3")["kv_plan"]["needles"]
     assert small["lengths"] == needles["lengths"] and small["copy_events"] == needles["copy_events"], small

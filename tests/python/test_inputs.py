@@ -158,3 +158,17 @@ def test_messages_reach_the_terminal_with_control_characters_escaped(tmp_path):
         headscan.scan(DEMO, corpus, progress=False)
     assert "c\\x1B[31m\\x07.txt" in str(raised.value)
     assert "\x1b" not in str(raised.value) and "\x07" not in str(raised.value)
+
+
+def test_probes_is_the_command_lines_option(corpus_file):
+    # probes={"kind": value} is --probes kind=value,…: 3 induction probes, no needle probes.
+    report = headscan.scan(DEMO, corpus_file, probes={"induction": 3, "needles": "none"}, parser="none",
+                           progress=False)
+    assert report.json["probes"]["count"] == 3, report.json["probes"]
+    assert report.json["retrieval"]["probes"] == 0 and "--probes" in report.json["retrieval"]["note"]
+    assert "needles" not in report.json["run"]["phases"] and "probes" in report.json["run"]["phases"]
+    none = headscan.scan(DEMO, corpus_file, probes="none", parser="none", progress=False)
+    assert none.json["probes"]["count"] == 0 and none.json["model"]["repeat_loss"] is None
+    assert all(head["scores"]["induction"] is None for head in none.json["heads"])
+    with pytest.raises(headscan.InputError, match=r"--probes induction=0: expected default, none, a number N"):
+        headscan.scan(DEMO, corpus_file, probes={"induction": 0}, progress=False)

@@ -100,6 +100,9 @@ def _flags(options: Mapping[str, Any]) -> list:
         elif isinstance(value, (list, tuple)):  # needle_lengths=[4096, 16384] is --needle-lengths 4096,16384
             value = ",".join(_number_text(item) if isinstance(item, numbers.Real) and not isinstance(item, bool)
                              else str(item) for item in value)
+        elif isinstance(value, Mapping):  # probes={"induction": 5, "needles": "none"}: --probes induction=5,needles=none
+            value = ",".join(f"{key}={_number_text(item) if isinstance(item, numbers.Real) else item}"
+                             for key, item in value.items())
         elif not isinstance(value, str):
             value = str(value).removeprefix("torch.")  # dtype=torch.bfloat16
         flags += ["--" + name, _utf8(str(value), f"{keyword}=")]

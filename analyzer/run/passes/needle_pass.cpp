@@ -21,7 +21,7 @@
 namespace headscan {
 namespace {
 
-static_assert(kNeedleCellEvents == kMinimumCopyEvents, "a cell stops with the copy events a retrieval score needs");
+static_assert(kNeedleLengthEvents == kMinimumCopyEvents, "a length stops with the copy events a retrieval score needs");
 
 // The corpus's first text tokens (non-special ids in reading order), as many as the haystacks take:
 // read from the start of the whole corpus, so that a run in shards builds the single run's probes.
@@ -90,13 +90,7 @@ class NeedlePass : public Pass {
                                  summary.lengths.size() * kNeedleDepths.size(),
                              0);
     HeadClassifier& retrieval = run_retrieval(state);
-    for (std::size_t length = 0; length < sets.size(); ++length) {
-      for (std::size_t depth = 0; depth < kNeedleDepths.size(); ++depth) {
-        const nlohmann::json saved = run_cell(state, sets[length], static_cast<int>(depth), summary.cells[length][depth]);
-        add_hits(summary, saved, length, depth);
-        retrieval.merge(saved);
-      }
-    }
+    for (std::size_t length = 0; length < sets.size(); ++length) run_length(state, sets[length], length, retrieval);
     const std::int64_t events = summary.events();
     if (events < kMinimumCopyEvents) {
       summary.note = fmt::format("the model copied the needle {} times, fewer than the {} retrieval needs", events,
@@ -107,42 +101,71 @@ class NeedlePass : public Pass {
  private:
   std::int64_t batch_index_ = 0;
 
-  // One (length, depth) cell: its haystacks in order, in batches (needle_cell_batch), until
-  // needle_cell_done. Returns the cell's retrieval statistics.
-  nlohmann::json run_cell(RunState& state, const NeedleSet& set, int depth, NeedleCell& cell) {
-    ClassifierSet classifiers([] {
-      std::vector<std::unique_ptr<HeadClassifier>> retrieval;
-      retrieval.push_back(make_retrieval_classifier());
-      return retrieval;
-    }());
-    classifiers.begin(state.shape, state.thresholds);
-    while (!needle_cell_done(set.length, cell.probes, cell.events)) {
-      const int take = needle_cell_batch(set.length, cell.probes, state.options.batch_size);
-      std::vector<Sequence> batch;
-      std::vector<const NeedleProbe*> probes;
-      for (int haystack = cell.probes; haystack < cell.probes + take; ++haystack) {
-        batch.push_back(set.sequence(haystack, depth, state.text.shape));
-        probes.push_back(&set.probe(haystack, depth));
-      }
-      try {
-        const ForwardOutput predicted = state.forward(batch, std::nullopt, batch_index_, nullptr);
-        if (!predicted.logits) throw InputError("the model returned no logits for the needle probes");
-        std::vector<std::int64_t> events;
-        state.needle_targets = needle_targets(*predicted.logits, probes, events);
-        std::int64_t batch_events = 0;
-        for (const std::int64_t count : events) batch_events += count;
-        // Without a copy event the batch adds nothing to any head's hits or events: no second call.
-        if (batch_events > 0) state.forward(batch, feeds(), batch_index_++, nullptr, &classifiers);
-        cell.probes += take;
-        cell.candidates += take * (kNeedleLength - 1);
-        cell.events += batch_events;
-      } catch (...) {
-        state.needle_targets = at::Tensor();
-        rethrow_with_context(fmt::format("{} (needle probes of {} tokens): ", state.model->path(), set.length));
-      }
-      state.needle_targets = at::Tensor();
+  // One length: its rounds of probes until the plan is done, then each (length, depth) cell's hits
+  // and its statistics added to the run's retrieval classifier.
+  void run_length(RunState& state, const NeedleSet& set, std::size_t length, HeadClassifier& retrieval) {
+    NeedleSummary& summary = state.needle_summary;
+    // A retrieval classifier per depth: its hits are the cell's per-head grid.
+    std::vector<std::unique_ptr<ClassifierSet>> cells;
+    for (std::size_t depth = 0; depth < kNeedleDepths.size(); ++depth) {
+      std::vector<std::unique_ptr<HeadClassifier>> classifiers;
+      classifiers.push_back(make_retrieval_classifier());
+      cells.push_back(std::make_unique<ClassifierSet>(std::move(classifiers)));
+      cells.back()->begin(state.shape, state.thresholds);
     }
-    return classifiers.save().at("retrieval");
+    const auto batch_size = static_cast<std::size_t>(std::max<std::int64_t>(1, state.options.batch_size));
+    NeedleLengthPlan plan(needle_haystacks_most(state.options.probes.needles));
+    for (auto round = plan.next_round(); !round.empty(); round = plan.next_round()) {
+      std::int64_t events = 0;
+      for (std::size_t first = 0; first < round.size(); first += batch_size) {
+        const std::vector<NeedleProbeIndex> batch(round.begin() + static_cast<std::ptrdiff_t>(first),
+                                                  round.begin() + static_cast<std::ptrdiff_t>(std::min(first + batch_size, round.size())));
+        try {
+          events += run_batch(state, set, batch, summary.cells[length], cells);
+        } catch (...) {
+          state.needle_targets = at::Tensor();
+          rethrow_with_context(fmt::format("{} (needle probes of {} tokens): ", state.model->path(), set.length));
+        }
+        state.needle_targets = at::Tensor();
+      }
+      plan.finish_round(events);
+    }
+    for (std::size_t depth = 0; depth < kNeedleDepths.size(); ++depth) {
+      const nlohmann::json saved = cells[depth]->save().at("retrieval");
+      add_hits(summary, saved, length, depth);
+      retrieval.merge(saved);
+    }
+  }
+
+  // One batch of a round's probes, once for the model's predictions; then each probe that holds a
+  // copy event again, alone, with its events to its cell's retrieval classifier (a round holds one
+  // probe per cell). Returns the batch's copy events.
+  std::int64_t run_batch(RunState& state, const NeedleSet& set, const std::vector<NeedleProbeIndex>& indices,
+                         std::vector<NeedleCell>& summary_cells, std::vector<std::unique_ptr<ClassifierSet>>& cells) {
+    std::vector<Sequence> batch;
+    std::vector<const NeedleProbe*> probes;
+    for (const NeedleProbeIndex& index : indices) {
+      batch.push_back(set.sequence(index.haystack, index.depth, state.text.shape));
+      probes.push_back(&set.probe(index.haystack, index.depth));
+    }
+    const ForwardOutput predicted = state.forward(batch, std::nullopt, batch_index_, nullptr);
+    if (!predicted.logits) throw InputError("the model returned no logits for the needle probes");
+    std::vector<std::int64_t> events;
+    const at::Tensor targets = needle_targets(*predicted.logits, probes, events);
+    std::int64_t batch_events = 0;
+    for (std::size_t b = 0; b < indices.size(); ++b) {
+      const auto depth = static_cast<std::size_t>(indices[b].depth);
+      NeedleCell& cell = summary_cells[depth];
+      cell.probes += 1;
+      cell.candidates += kNeedleLength - 1;
+      cell.events += events[b];
+      batch_events += events[b];
+      // Without a copy event the probe adds nothing to any head's hits or events: no second call.
+      if (events[b] == 0) continue;
+      state.needle_targets = targets.narrow(/*dim=*/0, static_cast<std::int64_t>(b), 1);
+      state.forward({batch[b]}, feeds(), batch_index_++, nullptr, cells[depth].get());
+    }
+    return batch_events;
   }
 
   // The cell's hits per head: the sums of its retrieval statistics, whole numbers (each hit adds 1).

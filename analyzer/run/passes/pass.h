@@ -47,5 +47,8 @@ std::unique_ptr<Pass> make_kv_plan_pass();
 
 // The passes of a run with these options, in order.
 std::vector<std::unique_ptr<Pass>> make_passes(const AnalysisOptions& options);
+// The notes of the probes --probes leaves out (KIND=none), where their scores would be: the probes
+// section's skipped_because, model.repeat_loss_note, retrieval's note (and kv_plan.needles_note).
+void note_probes_left_out(RunState& state);
 
 }  // namespace headscan

@@ -6,6 +6,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/run/passes/pass.h"
 #include "analyzer/run/run_state.h"
+#include "analyzer/run/sequences/probe_budget.h"
 #include "analyzer/run/sequences/probes.h"
 
 namespace headscan {
@@ -23,7 +24,9 @@ class ProbePass : public Pass {
     // causal model no query would see it, so its probes go without (and keep their room).
     SequenceShape probe_shape = sequence_shape;
     if (state.shape.causal) probe_shape.suffix_ids.clear();
-    state.probes = make_probes(tokenizer, probe_shape, state.options.seed);
+    const std::int64_t count = state.options.probes.induction;
+    state.probes = make_probes(tokenizer, probe_shape, state.options.seed,
+                               count == kPlannedProbes ? kInductionProbes : static_cast<int>(count));
     ProbeSet& probes = state.probes;
     ProbeSummary& summary = state.probe_summary;
     summary.seed = state.options.seed;

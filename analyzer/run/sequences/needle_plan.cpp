@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/errors.h"
+#include "analyzer/run/sequences/probe_budget.h"
 
 namespace headscan {
 
@@ -32,21 +33,29 @@ void check_needle_lengths(const std::vector<std::int64_t>& lengths, std::int64_t
   }
 }
 
-int needle_cell_minimum(std::int64_t length) {
-  const std::int64_t haystacks = (kNeedleCellTokens + length - 1) / std::max<std::int64_t>(1, length);
-  return static_cast<int>(std::clamp<std::int64_t>(haystacks, 1, kHaystacks));
+int needle_haystacks_most(std::int64_t needles_budget) {
+  if (needles_budget == kPlannedProbes) return kHaystacks;
+  return static_cast<int>(std::clamp<std::int64_t>(needles_budget, 1, kHaystacks));
 }
 
-bool needle_cell_done(std::int64_t length, int probes, std::int64_t events) {
-  if (probes >= kHaystacks) return true;
-  if (probes < needle_cell_minimum(length)) return false;
-  // A cell whose first haystacks gave no copy event stops: the model does not copy there.
-  return events >= kNeedleCellEvents || events == 0;
+NeedleLengthPlan::NeedleLengthPlan(int most) : most_(std::clamp(most, 1, kHaystacks)) {}
+
+std::vector<NeedleProbeIndex> NeedleLengthPlan::next_round() const {
+  const int deepest = static_cast<int>(kNeedleDepths.size()) - 1;
+  if (rounds_ == 0) return {NeedleProbeIndex{0, deepest}};
+  // After round r >= 1 every depth has run r haystacks.
+  if (events_ == 0 || events_ >= kNeedleLengthEvents || rounds_ - 1 >= most_) return {};
+  std::vector<NeedleProbeIndex> round;
+  for (int depth = 0; depth <= deepest; ++depth) {
+    if (rounds_ == 1 && depth == deepest) continue;  // round 0 ran it
+    round.push_back(NeedleProbeIndex{rounds_ - 1, depth});
+  }
+  return round;
 }
 
-int needle_cell_batch(std::int64_t length, int probes, std::int64_t batch_size) {
-  const int most = static_cast<int>(std::clamp<std::int64_t>(batch_size, 1, kHaystacks));
-  return std::min({most, std::max(needle_cell_minimum(length) - probes, 1), kHaystacks - probes});
+void NeedleLengthPlan::finish_round(std::int64_t events) {
+  ++rounds_;
+  events_ += events;
 }
 
 }  // namespace headscan

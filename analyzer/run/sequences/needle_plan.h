@@ -4,10 +4,16 @@
 // Lengths: --needle-lengths, else 4096, 8192, … doubling while below max_length, and max_length
 // itself; only max_length when it is at most 4096 (a short run's probes are one length's 40).
 //
-// Cost plan: a (length, depth) cell runs its haystacks in order until it has run at least
-// ⌈kNeedleCellTokens / length⌉ of them (all kHaystacks up to 4096 tokens) and either holds
-// kNeedleCellEvents copy events or holds none; at most kHaystacks. The decision depends only on
-// the probes run, so the same seed gives the same probes whatever the batch size.
+// Cost plan, per length: rounds of probes, and a decision only at the end of a round, from the
+// probes run, so that the same seed gives the same probes whatever the batch size.
+//   round 0: haystack 0 at the deepest depth (90 %, the needle nearest the final one). Without a
+//            copy event there the length stops: the model does not copy at that length.
+//   round 1: haystack 0 at the other depths; round r >= 2: haystack r - 1 at every depth.
+// After round 1 or later the length stops once it holds kNeedleLengthEvents copy events across its
+// depths (what a retrieval score needs), or when every depth has run `most` haystacks (kHaystacks,
+// or fewer with --probes needles=N). A model that never copies runs 1 probe per length, one that
+// copies every needle token 5 (a probe holds at most 11 copy events), one that copies a few up to
+// 5 * kHaystacks.
 
 #include <array>
 #include <cstdint>
@@ -22,11 +28,8 @@ constexpr std::array<double, 5> kNeedleDepths = {0.1, 0.3, 0.5, 0.7, 0.9};
 constexpr std::int64_t kShortestNeedleProbe = 1 + 3 * kNeedleLength;
 // The default lengths double from here up to max_length.
 constexpr std::int64_t kFirstNeedleLength = 4096;
-// Tokens of probes a (length, depth) cell runs before it may stop: all kHaystacks haystacks up to
-// kFirstNeedleLength tokens.
-constexpr std::int64_t kNeedleCellTokens = kHaystacks * kFirstNeedleLength;
-// Copy events after which a cell stops: as many as a retrieval score needs (kMinimumCopyEvents).
-constexpr std::int64_t kNeedleCellEvents = 20;
+// Copy events after which a length stops: as many as a retrieval score needs (kMinimumCopyEvents).
+constexpr std::int64_t kNeedleLengthEvents = 20;
 
 // The longest default probe when the run's max_length is headscan.json's rather than --max-length's:
 // an export's max_length is the model's positions (often 131,072), and probes that long are the
@@ -42,14 +45,29 @@ std::vector<std::int64_t> default_needle_lengths(std::int64_t longest);
 // headscan.json's), or below kShortestNeedleProbe.
 void check_needle_lengths(const std::vector<std::int64_t>& lengths, std::int64_t max_length);
 
-// The haystacks a (length, depth) cell runs at least, before it may stop (1 to kHaystacks).
-int needle_cell_minimum(std::int64_t length);
-// Whether a cell of probes `length` tokens long that has run `probes` haystacks with `events` copy
-// events in all is done.
-bool needle_cell_done(std::int64_t length, int probes, std::int64_t events);
-// The haystacks of a cell's next batch, from haystack `probes` on: at most `batch_size`, and no more
-// than the cell must run before needle_cell_done can next say it is done, so that a batch never
-// runs a probe past the cell's end.
-int needle_cell_batch(std::int64_t length, int probes, std::int64_t batch_size);
+// The haystacks per (length, depth) cell at most: kHaystacks, or N of --probes needles=N
+// (probe_budget.h; kPlannedProbes: the plan's own), at most kHaystacks.
+int needle_haystacks_most(std::int64_t needles_budget);
+
+struct NeedleProbeIndex {
+  int haystack = 0;
+  int depth = 0;  // index into kNeedleDepths
+};
+
+// The cost plan of one length (above).
+class NeedleLengthPlan {
+ public:
+  // `most`: the haystacks per depth at most, 1 to kHaystacks (needle_haystacks_most).
+  explicit NeedleLengthPlan(int most = kHaystacks);
+  // The next round's probes, depth by depth; empty once the length is done.
+  std::vector<NeedleProbeIndex> next_round() const;
+  // Ends the round next_round() gave, with the copy events its probes held.
+  void finish_round(std::int64_t events);
+
+ private:
+  int most_;
+  int rounds_ = 0;
+  std::int64_t events_ = 0;
+};
 
 }  // namespace headscan

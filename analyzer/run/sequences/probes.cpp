@@ -10,7 +10,6 @@ namespace headscan {
 
 namespace {
 
-constexpr int kProbes = 10;
 constexpr std::int64_t kMaxRepeatLength = 25;
 
 // Byte-fallback pieces such as <0xE4> stand for part of a character, not a token of text.
@@ -31,7 +30,7 @@ std::vector<std::int64_t> probe_vocabulary(const Tokenizer& tokenizer) {
 
 }  // namespace
 
-ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed) {
+ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed, int count) {
   ProbeSet probes;
   const auto room = static_cast<std::int64_t>(shape.room());
   probes.repeats = room >= 4 * 4 ? 4 : 2;
@@ -48,8 +47,8 @@ ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std
   }
   const std::int64_t shortest = std::max<std::int64_t>(2, (longest * 6 + 9) / 10);
   std::mt19937_64 random(seed);
-  for (int k = 0; k < kProbes; ++k) {
-    const std::int64_t length = longest - (longest - shortest) * k / (kProbes - 1);
+  for (int k = 0; k < count; ++k) {
+    const std::int64_t length = count > 1 ? longest - (longest - shortest) * k / (count - 1) : longest;
     // Partial Fisher-Yates over the vocabulary: |R| distinct ids.
     std::vector<std::int64_t> pool = vocabulary;
     std::vector<std::int64_t> repeat;

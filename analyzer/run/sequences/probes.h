@@ -3,9 +3,13 @@
 // BOS + R repeated + the template's suffix when the shape has one, R made of distinct non-special
 // tokens of the model's vocabulary.
 //
-// Sizing: 10 probes, 4 repeats of R with |R| <= 25, shorter when max_length requires, and 2
-// repeats when 4 do not fit. |R| varies across probes (from |R|max down to about 0.6 |R|max), so
-// a head that attends a fixed distance back by position alone cannot pass for an induction head.
+// Sizing: kInductionProbes probes (--probes induction=N: N), 4 repeats of R with |R| <= 25, shorter
+// when max_length requires, and 2 repeats when 4 do not fit. |R| varies across probes (from |R|max
+// down to about 0.6 |R|max), so that a head that attends a fixed distance back by position alone
+// cannot pass for an induction head. That guard sets the default count, 10: such a head matches
+// the offset on the probes of one |R|, 12 % of the queries at |R|max = 25; at max_length 40 |R|
+// takes only the values 9 to 6 and three probes of 10 have |R| = 9, 35 % of the queries, where 8
+// probes would give 43 %, past the induction threshold 0.4.
 
 #include <cstdint>
 #include <optional>
@@ -28,8 +32,12 @@ struct ProbeSet {
   std::string skipped_because;       // non-empty when no probes could be made
 };
 
-// The repeats fill shape.room(): max_length less BOS and the suffix.
-ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed);
+// The induction probes of a run without --probes induction=N: what the scores need (above).
+constexpr int kInductionProbes = 10;
+
+// `count` probes (1 or more); the repeats fill shape.room(): max_length less BOS and the suffix.
+ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed,
+                     int count = kInductionProbes);
 
 // Mean next-token loss of each repeat over the probes: entry r is the mean cross-entropy of the
 // predictions of the tokens of repeat r+1 (the token at position t predicted from position t-1;

@@ -33,7 +33,7 @@ constexpr std::initializer_list<const char*> kStateKeys = {
     "document", "warnings", "examples",         "probe_examples", "example_floats", "seconds", "phases"};
 // What every shard of one run shares (analyzer/run/shard_run.cpp, agreement()).
 constexpr std::initializer_list<const char*> kAgreeKeys = {
-    "headscan_version", "model",      "tokenizer",  "corpus",   "max_length", "dtype", "seed",
+    "headscan_version", "model",      "tokenizer",  "corpus",   "max_length", "dtype", "seed",  "probes",
     "batch_size",       "parser",     "text_field", "thresholds", "ablation", "idf",   "shape"};
 constexpr std::initializer_list<const char*> kCountKeys = {
     "lines",  "documents", "sequences", "tokens", "lines_with_invalid_utf8", "invalid_utf8_replacements",
