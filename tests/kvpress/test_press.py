@@ -32,7 +32,7 @@ PROMPT = 40  # tokens of the prompt the press compresses: longer than SINK + WIN
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory) -> tokenizers.Tokenizer:
+def tokenizer() -> tokenizers.Tokenizer:
     """The demo's WordLevel tokenizer (62 tokens), read out of data/demo.pt."""
     with zipfile.ZipFile(ROOT / "data" / "demo.pt") as archive:
         name = next(n for n in archive.namelist() if n.endswith("extra/tokenizer.json"))
@@ -40,15 +40,19 @@ def tokenizer(tmp_path_factory) -> tokenizers.Tokenizer:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory, tokenizer) -> Path:
-    """headscan's report directory of the planted model: 16 documents of 60 words, 64 tokens."""
+def scanned(tokenizer) -> headscan.Report:
+    """headscan's Report of the planted model: 16 documents of 60 words, 64 tokens."""
     words = sorted(word for word in tokenizer.get_vocab() if word.isalnum())
     rng = random.Random(0)
     corpus = [" ".join(rng.choice(words) for _ in range(60)) for _ in range(16)]
     archive = headscan.export(planted_llama(tokenizer.get_vocab_size()), tokenizer=tokenizer, max_length=64)
-    result = headscan.scan(archive, corpus, parser="none", sink=SINK, window=WINDOW, needle_lengths=[48],
-                           thresholds={"streaming": 0.5}, progress=False)
-    return result.save(tmp_path_factory.mktemp("planted") / "report", html=False, plots=False)
+    return headscan.scan(archive, corpus, parser="none", sink=SINK, window=WINDOW, needle_lengths=[48],
+                         thresholds={"streaming": 0.5}, progress=False)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, scanned) -> Path:
+    return scanned.save(tmp_path_factory.mktemp("planted") / "report", html=False, plots=False)
 
 
 @pytest.fixture()
@@ -85,12 +89,15 @@ def middle(streaming: list) -> torch.Tensor:
     return dropped
 
 
-def test_the_report_plans_the_planted_heads(report):
+def test_the_report_plans_the_planted_heads(report, scanned):
     plan = json.loads((report / "heads.json").read_text())["kv_plan"]
     assert (plan["sink_size"], plan["recent_size"]) == (SINK, WINDOW)
     assert plan["full_attention_heads"] == [[0, 1], [1, 0]]
     assert (report / "kv_plan" / "full_attention_heads.tsv").read_text() == "0\t1\n1\t0\n"
     assert headscan_kvpress.streaming_mask(report).tolist() == STREAMING_KV_HEADS
+    assert headscan_kvpress.streaming_mask(scanned).tolist() == STREAMING_KV_HEADS
+    assert headscan_kvpress.streaming_mask(report / "heads.json").tolist() == STREAMING_KV_HEADS
+    assert headscan_kvpress.plan(report).layers == (0, 1)
 
 
 def test_streaming_heads_keep_the_sink_and_the_window_and_full_heads_everything(report, model):
@@ -197,7 +204,7 @@ def test_a_model_the_plan_does_not_fit_is_refused(report, model):
     with pytest.raises(ValueError, match="the plan has 3 key/value heads per layer, LlamaForCausalLM has 2"):
         with headscan_kvpress.press_from_mask(torch.zeros(2, 3, dtype=torch.bool), 2, 8)(model):
             pass
-    with pytest.raises(ValueError, match="the plan has 1 layers, LlamaForCausalLM has 2"):
+    with pytest.raises(ValueError, match="the plan's model has 1 layers, LlamaForCausalLM has 2"):
         with headscan_kvpress.press_from_mask(torch.zeros(1, 2, dtype=torch.bool), 2, 8)(model):
             pass
     hybrid = copy.deepcopy(model)

@@ -19,13 +19,15 @@ import torch
 class KVPlan:
     """``streaming_mask``: bool [attention layers, key/value heads], True where the key/value head
     keeps only the first ``sink_size`` and the last ``recent_size`` tokens; ``layers``: the model's
-    layer index of each row (the attention layers, in the model's order); ``source``: where it was
-    read, for messages."""
+    layer index of each row (the attention layers, in the model's order); ``model_layers``: how many
+    layers the model has, attention or not (None when the report does not say: kv_plan/ of a
+    hybrid); ``source``: where it was read, for messages."""
 
     streaming_mask: torch.Tensor
     sink_size: int
     recent_size: int
     layers: tuple
+    model_layers: Optional[int]
     source: str
 
 
@@ -47,7 +49,7 @@ def read_plan(report: Any, head_compression_ratio: Optional[float] = None) -> KV
             if causal is False else "a report of a causal model has one"
         raise ValueError(f"{source}: heads.json has no kv_plan, so there is no KV-cache plan to apply ({why}); give "
                          "the report of a causal model, as headscan wrote it")
-    layers = _attention_layers(document, source)
+    layers, model_layers = _attention_layers(document, source)
     full = _matrix(plan.get("full_attention_heads"), f"{source}: kv_plan.full_attention_heads")
     if len(full) != len(layers):
         raise ValueError(f"{source}: kv_plan.full_attention_heads has {len(full)} rows but model.layers lists "
@@ -57,7 +59,7 @@ def read_plan(report: Any, head_compression_ratio: Optional[float] = None) -> KV
         mask = torch.tensor(full, dtype=torch.int64).eq(0) if full else torch.zeros(0, 0, dtype=torch.bool)
     else:
         mask = _most_streaming(document, layers, len(full[0]) if full else 0, head_compression_ratio, source)
-    return KVPlan(mask, sink, recent, tuple(layers), source)
+    return KVPlan(mask, sink, recent, tuple(layers), model_layers, source)
 
 
 def _load(report: Any):
@@ -105,12 +107,13 @@ def _plan_of_files(directory: Path, source: str) -> KVPlan:
     full = _matrix(full, f"{source}/full_attention_heads.tsv")
     config = _read_json(directory / "config.json")
     sink, recent = _window(config, f"{source}/config.json")
+    # Without "layers" the rows are every layer of the model; with it, the model's other layers are unknown.
     layers = config.get("layers", list(range(len(full))))
     if not isinstance(layers, list) or len(layers) != len(full) or not all(_whole(v) for v in layers):
         raise ValueError(f"{source}/config.json: layers must list the model's index of each of the TSV's "
                          f"{len(full)} rows, found {layers!r}")
     mask = torch.tensor(full, dtype=torch.int64).eq(0) if full else torch.zeros(0, 0, dtype=torch.bool)
-    return KVPlan(mask, sink, recent, tuple(layers), source)
+    return KVPlan(mask, sink, recent, tuple(layers), None if "layers" in config else len(full), source)
 
 
 def _matrix(rows: Any, where: str) -> list:
@@ -132,16 +135,17 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _attention_layers(document: dict, source: str) -> list:
-    """The model's index of each plan row: model.layers' entries of kind "attention", or rows
-    0 … n−1 when heads.json gives only their number (the model's own numbering unknown)."""
+def _attention_layers(document: dict, source: str) -> tuple:
+    """(the model's index of each plan row, the model's number of layers): model.layers' entries of
+    kind "attention" and their count, or rows 0 … n−1 of n layers when heads.json gives only their
+    number (the model's own numbering unknown)."""
     layers = document.get("model", {}).get("layers")
     if _whole(layers):
-        return list(range(layers))
+        return list(range(layers)), layers
     if not isinstance(layers, list) or not all(isinstance(entry, dict) for entry in layers):
         raise ValueError(f"{source}: model.layers must be the number of attention layers or the list of the model's "
                          f"layers, found {layers!r:.200}; give heads.json as headscan wrote it")
-    return [entry.get("index") for entry in layers if entry.get("kind") == "attention"]
+    return [entry.get("index") for entry in layers if entry.get("kind") == "attention"], len(layers)
 
 
 def _most_streaming(document: dict, layers: list, kv_heads: int, ratio: Union[float, int], source: str) -> torch.Tensor:

@@ -53,15 +53,17 @@ def press(report: Any, *, head_compression_ratio: Optional[float] = None, sink_s
     chosen = read_plan(report, head_compression_ratio)
     sink = chosen.sink_size if sink_size is None else sink_size
     recent = chosen.recent_size if recent_size is None else recent_size
-    return press_from_mask(chosen.streaming_mask, sink, recent, layers=chosen.layers, source=chosen.source)
+    return press_from_mask(chosen.streaming_mask, sink, recent, layers=chosen.layers,
+                           model_layers=chosen.model_layers, source=chosen.source)
 
 
 def press_from_mask(mask: torch.Tensor, sink_size: int, recent_size: int, *, layers: Optional[Sequence[int]] = None,
-                    source: str = "the mask"):
+                    model_layers: Optional[int] = None, source: str = "the mask"):
     """A ``HeadscanPress`` of any streaming mask (bool [attention layers, key/value heads]): what
     :func:`press` returns for a plan, for other choices of heads at the same sink and window (e.g.
     random streaming heads at the plan's compression). ``layers``: the model's layer index of each
-    row (default: row i is layer i)."""
+    row (default: row i is layer i); ``model_layers``: the model's number of layers, checked when
+    the press is applied (default: the rows' number without ``layers``, unchecked with them)."""
     mask = torch.as_tensor(mask)
     if mask.dim() != 2 or mask.dtype != torch.bool:
         raise ValueError(f"{source}: the streaming mask must be bool [layers, key/value heads], got {mask.dtype} "
@@ -70,11 +72,13 @@ def press_from_mask(mask: torch.Tensor, sink_size: int, recent_size: int, *, lay
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             # recent_size 0 would make kvpress's slice [sink:-recent] empty: nothing would be masked.
             raise ValueError(f"{name} must be a whole number ≥ {least}, found {value!r}")
-    layers = tuple(range(mask.shape[0])) if layers is None else tuple(layers)
+    if layers is None:
+        layers, model_layers = tuple(range(mask.shape[0])), mask.shape[0] if model_layers is None else model_layers
+    layers = tuple(layers)
     if len(layers) != mask.shape[0]:
         raise ValueError(f"{source}: {len(layers)} layer indices for a mask of {mask.shape[0]} rows")
     return _kvpress_press_class()(plan_mask=mask.clone(), plan_layers=layers, plan_sink_size=sink_size,
-                                  plan_recent_size=recent_size, plan_source=source)
+                                  plan_recent_size=recent_size, plan_model_layers=model_layers, plan_source=source)
 
 
 def _kvpress_press_class():
@@ -110,6 +114,7 @@ def _define_press_class():
         plan_layers: tuple = ()
         plan_sink_size: int = 0
         plan_recent_size: int = 1
+        plan_model_layers: Optional[int] = None
         plan_source: str = "the plan"
 
         def __post_init__(self):
@@ -141,8 +146,8 @@ def _define_press_class():
             if outside or len(set(self.plan_layers)) != len(self.plan_layers):
                 raise ValueError(f"{self.plan_source}: the plan's layers {list(self.plan_layers)} are not distinct "
                                  f"layers of {type(model).__name__}'s {len(layers)}; give the report of this model")
-            if self.plan_layers == tuple(range(len(self.plan_layers))) and len(self.plan_layers) != len(layers):
-                raise ValueError(f"{self.plan_source}: the plan has {len(self.plan_layers)} layers, "
+            if self.plan_model_layers is not None and self.plan_model_layers != len(layers):
+                raise ValueError(f"{self.plan_source}: the plan's model has {self.plan_model_layers} layers, "
                                  f"{type(model).__name__} has {len(layers)}; give the report of this model")
             mask = torch.zeros(len(layers), kv_heads, dtype=torch.bool)
             mask[list(self.plan_layers)] = self.plan_mask
