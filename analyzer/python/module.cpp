@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "analyzer/python/temporary_file.h"
 #include "analyzer/run/analysis.h"
 #include "analyzer/run/commands/compare_command.h"
+#include "analyzer/run/shards/merge_command.h"
 #include "reports/plots.h"
 #include "reports/report_data.h"
 #include "reports/text.h"
@@ -89,14 +91,18 @@ py::dict compare_summary_dict(const CompareSummary& summary) {
   return result;
 }
 
-// scan(model, corpus, flags, progress, metadata, tokenizer_json): `model` a path or a
-// ScriptModule, `corpus` a path or an iterable of strings, `flags` the command line's
-// ("--max-length", "128", …), `progress` None or called as progress(done, total, tokens, unit,
-// final); `metadata` and `tokenizer_json` go into a live module's archive; `model_name`, when not
-// empty, names the archive at the path `model` in the run's output (a module exported in memory).
-ScanResult scan_from_python(const py::object& model, const py::object& corpus, const std::vector<std::string>& flags,
-                            const py::object& progress, const std::string& metadata,
-                            const std::string& tokenizer_json, const std::string& model_name) {
+// A run of the analysis from Python: `model` a path or a ScriptModule, `corpus` a path or an
+// iterable of strings, `flags` the command line's ("--max-length", "128", …), `progress` None or
+// called as progress(done, total, tokens, unit, final); `metadata` and `tokenizer_json` go into a
+// live module's archive; `model_name`, when not empty, names the archive at the path `model` in the
+// run's output (a module exported in memory). The flags are parsed by the command line's parser
+// into the options that `run(options)` is called with, without the GIL; Ctrl-C and what the
+// progress callback or the documents raise stop it.
+template <typename Run>
+auto run_from_python(const py::object& model, const py::object& corpus, const std::vector<std::string>& flags,
+                     const py::object& progress, const std::string& metadata, const std::string& tokenizer_json,
+                     const std::string& model_name, Run&& run)
+    -> decltype(run(std::declval<const AnalysisOptions&>())) {
   // What was given, checked before anything is saved or read: a bad option must not use up the
   // user's generator.
   const std::optional<torch::jit::Module> module = torch::jit::as_module(model);
@@ -167,7 +173,7 @@ ScanResult scan_from_python(const py::object& model, const py::object& corpus, c
   };
   try {
     const py::gil_scoped_release release;
-    return scan(options);
+    return run(options);
   } catch (const Interrupted&) {
     pending.raise();
   } catch (...) {
@@ -176,6 +182,50 @@ ScanResult scan_from_python(const py::object& model, const py::object& corpus, c
     if (pending.stopped()) pending.raise();
     throw;
   }
+}
+
+ScanResult scan_from_python(const py::object& model, const py::object& corpus, const std::vector<std::string>& flags,
+                            const py::object& progress, const std::string& metadata,
+                            const std::string& tokenizer_json, const std::string& model_name) {
+  return run_from_python(model, corpus, flags, progress, metadata, tokenizer_json, model_name,
+                         [](const AnalysisOptions& options) { return scan(options); });
+}
+
+// run_shard(model, corpus, flags, progress): `headscan MODEL CORPUS --shard I/N -o DIR …`, the
+// flags carrying --shard and -o: the shard's state written as the command line writes it. Paths
+// only: merge checks that every shard read the same archive and corpus file (their SHA-256 and
+// fingerprint), which a module saved or documents spooled by each shard's own process would not be.
+AnalysisSummary run_shard_from_python(const py::object& model, const py::object& corpus,
+                                      const std::vector<std::string>& flags, const py::object& progress) {
+  if (!py::isinstance<py::str>(model)) {
+    throw InputError(fmt::format("model is a {}: a shard analyses an archive by its path, which every shard must "
+                                 "share (merge checks its SHA-256); save the module (headscan.export(module, "
+                                 "\"model.pt2\") or torch.jit.save) and give the file's path",
+                                 type_name(model)));
+  }
+  if (!py::isinstance<py::str>(corpus)) {
+    throw InputError(fmt::format("corpus is a {}: a shard reads its slice of a corpus file, which every shard must "
+                                 "share; write the documents to a file (one per line, or JSON Lines) and give its "
+                                 "path",
+                                 type_name(corpus)));
+  }
+  return run_from_python(model, corpus, flags, progress, "", "", "",
+                         [](const AnalysisOptions& options) { return run_analysis(options); });
+}
+
+py::dict merge_summary_dict(const MergeSummary& summary) {
+  py::dict result;
+  result["output_dir"] = summary.output_dir;
+  result["shards"] = summary.shards;
+  result["layers"] = summary.layers;
+  result["heads"] = summary.heads;
+  result["sequences"] = summary.sequences;
+  result["tokens"] = summary.tokens;
+  result["shard_seconds"] = summary.shard_seconds;
+  result["seconds"] = summary.seconds;
+  result["label_counts"] = summary.label_counts;
+  result["warnings"] = summary.warnings;
+  return result;
 }
 
 // heads.png of the report (the layer × head map by primary label), as PNG bytes.
@@ -255,6 +305,33 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("scan", &scan_from_python, py::arg("model"), py::arg("corpus"), py::arg("flags"), py::arg("progress"),
         py::arg("metadata"), py::arg("tokenizer_json"), py::arg("model_name") = "");
+
+  m.def("run_shard", [](const py::object& model, const py::object& corpus, const std::vector<std::string>& flags,
+                        const py::object& progress) {
+    return summary_dict(run_shard_from_python(model, corpus, flags, progress));
+  }, py::arg("model"), py::arg("corpus"), py::arg("flags"), py::arg("progress"));
+
+  // merge(shards, output_dir, thresholds, force, html, plots): `headscan merge SHARD... -o OUT`,
+  // `thresholds` its --threshold texts ("NAME=VALUE"), read by the command line's parser.
+  m.def("merge", [](const std::vector<std::string>& shards, const std::string& output_dir,
+                    const std::vector<std::string>& thresholds, bool force, bool html, bool plots) {
+    MergeOptions options;
+    options.shard_directories = shards;
+    options.output_dir = output_dir;
+    for (const std::string& directory : shards) check_path_option("headscan merge", directory);
+    check_path_option("-o", output_dir);
+    options.thresholds = parse_threshold_options(thresholds);
+    options.force = force;
+    options.html = html;
+    options.plots = plots;
+    MergeSummary summary;
+    {
+      const py::gil_scoped_release release;
+      summary = run_merge(options);
+    }
+    return merge_summary_dict(summary);
+  }, py::arg("shards"), py::arg("output_dir"), py::arg("thresholds"), py::arg("force"), py::arg("html"),
+     py::arg("plots"));
 
   py::class_<CompareResult>(m, "CompareResult")
       .def("compare_json", [](const CompareResult& result) { return result.document().dump(2); })

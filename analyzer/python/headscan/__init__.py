@@ -4,7 +4,9 @@ The analysis runs in headscan's C++ core (the same library the ``headscan`` comm
 LibTorch of the installed ``torch``. ``scan`` takes an archive (TorchScript .pt or exported
 program .pt2), a live ``torch.jit.ScriptModule`` or any ``torch.nn.Module`` (exported in memory
 first), and a corpus (a path or an iterable of strings) and returns a :class:`Report`;
-``export`` writes a module's .pt2 archive; ``compare`` puts reports side by side. Keyword options
+``export`` writes a module's .pt2 archive; ``compare`` puts reports side by side; ``run_shard``
+writes one shard's state of a run split across processes and ``merge`` adds the states up into
+the run's report. Keyword options
 are the command line's (``max_length=128`` is ``--max-length 128``), with its defaults and its
 messages.
 """
@@ -17,6 +19,7 @@ from . import _core
 from ._api import Comparison, Report, compare, scan
 from ._core import InputError, RunError
 from ._live_export import ExportedArchive, export  # after _core: its operators are headscan's C++ ones
+from ._shards import merge, run_shard
 
 __version__ = _core.__version__
 
@@ -25,5 +28,5 @@ class HeadscanWarning(UserWarning):
     """A warning of the analysis (the command line prints these as ``headscan: warning: …``)."""
 
 
-__all__ = ["scan", "compare", "export", "Report", "Comparison", "ExportedArchive", "InputError", "RunError",
-           "HeadscanWarning", "__version__"]
+__all__ = ["scan", "compare", "export", "run_shard", "merge", "Report", "Comparison", "ExportedArchive", "InputError",
+           "RunError", "HeadscanWarning", "__version__"]

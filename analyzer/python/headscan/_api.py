@@ -18,7 +18,8 @@ from . import _core
 from ._core import InputError
 
 # Options of the command line that are not scan()'s: where and what to write is Report.save()'s,
-# progress is scan(progress=…)'s, and a shard's state is not a report (use the command line).
+# progress is scan(progress=…)'s, and a shard's state is not a report (run_shard(shard=, output=)
+# writes one). run_shard() takes the same options.
 _NOT_SCAN_OPTIONS = {"output", "force", "no-html", "no-plots", "quiet", "shard"}
 # Keyword names that differ from their flag: thresholds={"name": value} is --threshold NAME=VALUE.
 _RENAMED = {"thresholds": "threshold"}
@@ -63,14 +64,29 @@ def _check_metadata(value: Any, where: str) -> None:
         _utf8(value, where)
 
 
-def _flags(options: Mapping[str, Any]) -> list:
+def _threshold_texts(value: Any, keyword: str) -> list:
+    """``--threshold``'s texts NAME=VALUE of ``thresholds={"name": value}`` or ``["name=value", …]``."""
+    if isinstance(value, Mapping):
+        for key in value:
+            _utf8(key, f"a key of {keyword}=")
+        texts = [f"{key}={_number_text(number)}" for key, number in value.items()]
+    else:
+        texts = [value] if isinstance(value, str) else list(value)
+    for text in texts:
+        if not isinstance(text, str) or "=" not in text:
+            raise TypeError(f"{keyword}= takes a dict of name: value, or strings NAME=VALUE; not {text!r}")
+        _utf8(text, f"{keyword}=")
+    return texts
+
+
+def _flags(options: Mapping[str, Any], function: str = "scan") -> list:
     known = {name: (takes_value, repeatable) for name, takes_value, repeatable in _core.analysis_flags()}
     flags = []
     for keyword, value in options.items():
         name = _RENAMED.get(keyword, keyword).replace("_", "-")
         if name not in known or name in _NOT_SCAN_OPTIONS:
             allowed = sorted(n.replace("-", "_") for n in known if n not in _NOT_SCAN_OPTIONS and n != "threshold")
-            raise TypeError(f"scan() got an unexpected keyword argument {keyword!r}; the options are "
+            raise TypeError(f"{function}() got an unexpected keyword argument {keyword!r}; the options are "
                             f"{', '.join(allowed + ['thresholds'])}")
         takes_value, repeatable = known[name]
         if value is None or (value is False and not takes_value):
@@ -81,15 +97,8 @@ def _flags(options: Mapping[str, Any]) -> list:
             flags.append("--" + name)
             continue
         if repeatable:  # thresholds={"name": value}, or ["name=value", …]
-            texts = [value] if isinstance(value, str) else value
-            if isinstance(texts, Mapping):
-                for key in texts:
-                    _utf8(key, f"a key of {keyword}=")
-                texts = [f"{key}={_number_text(number)}" for key, number in texts.items()]
-            for text in texts:
-                if not isinstance(text, str) or "=" not in text:
-                    raise TypeError(f"{keyword}= takes a dict of name: value, or strings NAME=VALUE; not {text!r}")
-                flags += ["--" + name, _utf8(text, f"{keyword}=")]
+            for text in _threshold_texts(value, keyword):
+                flags += ["--" + name, text]
             continue
         if isinstance(value, bool):
             raise TypeError(f"{keyword}= takes a value, not {value!r}")
