@@ -245,6 +245,26 @@ TEST_CASE("merge labels again with new thresholds", "[shards][e2e]") {
   CHECK(read_json(unchanged / "heads.json")["thresholds"] != read_json(single / "heads.json")["thresholds"]);
 }
 
+TEST_CASE("shards of a run with --probes merge to the single run's, and shards must state the same", "[shards][e2e]") {
+  TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", long_word_corpus(300, 11));
+  const std::string model = fixture("random_gpt2.pt");
+  const std::vector<std::string> options = {"--parser", "none", "--probes", "induction=3,needles=none"};
+  const fs::path single = single_run(dir, model, corpus, "single", joined(options, {"--no-html", "--no-plots"}));
+  const nlohmann::json report = read_json(single / "heads.json");
+  REQUIRE(report["probes"]["count"] == 3);
+  REQUIRE(report["retrieval"]["note"].get<std::string>().find("--probes") != std::string::npos);
+  const auto shards = shard_runs(dir, model, corpus, "probes", 2, options);
+  CHECK(read_json(fs::path(shards[0]) / "state.json")["agree"]["probes"] ==
+        nlohmann::json{{"induction", 3}, {"needles", "none"}});
+  check_same_report(single, merge(dir, shards, "merged", {"--no-html", "--no-plots"}));
+  const auto other = shard_runs(dir, model, corpus, "other", 2, {"--parser", "none", "--probes", "none"});
+  const fs::path out = dir / "refused";
+  const auto result = run_headscan({"merge", shards[0], other[1], "-o", out.string(), "-q"});
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, Contains("come from different runs") && Contains("probes"));
+}
+
 TEST_CASE("merge refuses shards that do not make one run", "[shards][e2e]") {
   TempDir dir;
   const std::string corpus = dir.write("corpus.txt", long_word_corpus(300, 11));

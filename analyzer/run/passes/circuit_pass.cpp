@@ -72,7 +72,9 @@ class CircuitPass : public Pass {
     const auto head_count = static_cast<std::size_t>(shape.layers * shape.heads);
     found.repeat_loss_increase.assign(head_count, std::nullopt);
     if (state.probes.sequences.empty()) {
-      found.circuits_note = "no probe sequences";
+      // Why there are none: max_length, the vocabulary, or --probes induction=none.
+      found.circuits_note = state.probe_summary.skipped_because.empty() ? "no probe sequences"
+                                                                        : state.probe_summary.skipped_because;
       return;
     }
     // The labels of the whole run, from the probe scores it already has.
