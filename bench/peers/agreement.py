@@ -69,7 +69,8 @@ def main() -> None:
     if probe_ids_differ:
         print(f"\nwarning: the probes' ids differ between peers: {probe_ids_differ}", file=sys.stderr)
     lengths = report.get("probes", {}).get("repeat_lengths")
-    rebuilt = [(len(p) - 1) // 4 for p in next(iter(peers.values())).get("probe_ids", [])]
+    repeats = report.get("probes", {}).get("repeats") or 4
+    rebuilt = [(len(p) - 1) // repeats for p in next(iter(peers.values())).get("probe_ids", [])]
     print(f"\nprobes: heads.json's repeat lengths {lengths}, rebuilt by probes.py {rebuilt}")
 
     if "transformer-lens" in peers and "detector" in peers["transformer-lens"]:

@@ -2,7 +2,7 @@
 """One peer's whole run over the benchmark's model and corpus (bench/peers/run.sh times it).
 
     build/peers-venv/bin/python bench/peers/peer.py TOOL WORK [--threads 2] [--batch-size 8]
-        [--seed 0] [--out FILE]
+        [--seed 0] [--probe-lengths L1,L2,...[:REPEATS]] [--out FILE]
 
 TOOL is one of
   transformers      the bare forward: AutoModelForCausalLM (transformers' default attention, SDPA)
@@ -59,12 +59,16 @@ def check_ids(ids, expected, where):
         sys.exit(f"peer.py: {where}: the tool's tokens differ from windows.json (headscan's windows)")
 
 
-def make_probes(tokenizer, bos, length, seed):
+def make_probes(tokenizer, bos, length, args):
     vocab_size = len(tokenizer)
     pieces = tokenizer.convert_ids_to_tokens(list(range(vocab_size)))
     vocabulary = probe_module.probe_vocabulary(pieces, set(tokenizer.all_special_ids))
     lengths, repeats = probe_module.repeat_lengths(length)
-    return probe_module.make_probes(vocabulary, bos, lengths, repeats, seed)
+    if args.probe_lengths:
+        text, _, repeats_text = args.probe_lengths.partition(":")
+        lengths = [int(n) for n in text.split(",") if n]
+        repeats = int(repeats_text or repeats)
+    return probe_module.make_probes(vocabulary, bos, lengths, repeats, args.seed)
 
 
 def run_transformers(args, lines, expected, phases):
@@ -117,7 +121,7 @@ def run_transformer_lens(args, lines, expected, phases):
     phases["corpus"] = time.perf_counter() - begin
 
     begin = time.perf_counter()
-    probe_ids = make_probes(model.tokenizer, bos, len(expected["windows"][0]), args.seed)
+    probe_ids = make_probes(model.tokenizer, bos, len(expected["windows"][0]), args)
     with torch.inference_mode():
         for batch in batches(probe_ids, args.batch_size):
             tokens, lengths = padded(batch, bos)
@@ -168,7 +172,7 @@ def run_nnsight(args, lines, expected, phases):
     phases["corpus"] = time.perf_counter() - begin
 
     begin = time.perf_counter()
-    probe_ids = make_probes(model.tokenizer, bos, len(expected["windows"][0]), args.seed)
+    probe_ids = make_probes(model.tokenizer, bos, len(expected["windows"][0]), args)
     for batch in batches(probe_ids, args.batch_size):
         tokens, lengths = padded(batch, bos)
         for layer, attention in enumerate(capture(tokens)):
@@ -186,6 +190,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0, help="headscan's --seed, for the probes")
+    parser.add_argument("--probe-lengths", metavar="L1,L2,...[:REPEATS]",
+                        help="|R| of each probe (heads.json's probes.repeat_lengths) and the repeats; "
+                             "default: headscan's 10 probes for the windows' length")
     parser.add_argument("--out", help="JSON file for the phases and scores")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -4,7 +4,8 @@ run the very token ids headscan's induction and duplicate-token scores are measu
 A probe is BOS + R R R R (causal models: no suffix), R of |R| distinct ids drawn by a partial
 Fisher-Yates over the vocabulary (every id of the tokenizer but special ones, empty pieces and
 byte-fallback pieces <0xNN>) with std::mt19937_64 seeded by --seed, pick = n + random() % (size - n).
-The repeat lengths are the ones heads.json's `probes.repeat_lengths` lists, drawn in that order.
+The repeat lengths are headscan's for 10 probes (repeat_lengths), or the ones a heads.json's
+`probes.repeat_lengths` lists (peer.py --probe-lengths), drawn in that order.
 """
 
 MASK = (1 << 64) - 1
@@ -46,13 +47,15 @@ class MersenneTwister64:
         return y & MASK
 
 
-def repeat_lengths(max_length: int):
-    """|R| of the 10 probes and the repeats, for a causal model's max_length (no suffix)."""
+def repeat_lengths(max_length: int, count: int = 10):
+    """|R| of `count` probes and the repeats, for a causal model's max_length (no suffix)."""
     room = max_length - 1
     repeats = 4 if room >= 16 else 2
     longest = min(25, room // repeats)
     shortest = max(2, (longest * 6 + 9) // 10)
-    return [longest - (longest - shortest) * k // 9 for k in range(10)], repeats
+    if count == 1:
+        return [longest], repeats
+    return [longest - (longest - shortest) * k // (count - 1) for k in range(count)], repeats
 
 
 def probe_vocabulary(pieces, special) -> list:

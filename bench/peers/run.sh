@@ -13,6 +13,8 @@
 #   --threads N       threads of every tool (torch.set_num_threads, OMP_NUM_THREADS; default 2)
 #   --batch-size N    sequences per forward of every tool (default 8)
 #   --build DIR       the build with headscan and bench/headscan_bench_forward (default build)
+#   --wait-idle S     before each run, wait up to S seconds for the other processes on the machine
+#                     to use under 10 % of the CPUs (default 0: do not wait)
 #   --only LIST       comma-separated subset of: headscan,headscan-q,transformer-lens,nnsight,
 #                     transformers,cpp (default all)
 #
@@ -27,7 +29,8 @@
 #   headscan          headscan model.pt2 corpus.txt -o DIR: the default run (link-grammar parsing,
 #                     probes, needle probes, HTML and plots), --max-length 256
 #   headscan-q        the same with -q --no-html --no-plots --parser none
-#   transformer-lens, nnsight, transformers: bench/peers/peer.py TOOL (see its --help)
+#   transformer-lens, nnsight, transformers: bench/peers/peer.py TOOL (see its --help); the
+#                     first two run the probes of the last headscan report (--probe-lengths)
 #   cpp               build/bench/headscan_bench_forward model.pt corpus.txt (the TorchScript trace
 #                     of the same model with eager attention, scripts/export_hf.py): headscan's
 #                     batches with plain forward calls
@@ -41,6 +44,7 @@ batch_size=8
 build="$root/build"
 only=headscan,headscan-q,transformer-lens,nnsight,transformers,cpp
 work="$root/build/peers"
+wait_idle=0
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
@@ -50,6 +54,7 @@ while [[ $# -gt 0 ]]; do
     --batch-size) batch_size="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
+    --wait-idle) wait_idle="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) work="$1"; shift ;;
@@ -58,6 +63,7 @@ done
 for value in "$rounds" "$threads" "$batch_size"; do
   [[ "$value" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --rounds, --threads and --batch-size take whole numbers >= 1, got '$value'" >&2; exit 2; }
 done
+[[ "$wait_idle" =~ ^[0-9]+$ ]] || { echo "run.sh: --wait-idle takes whole seconds, got '$wait_idle'" >&2; exit 2; }
 IFS=, read -r -a tools <<<"$only"
 for tool in "${tools[@]}"; do
   case "$tool" in headscan|headscan-q|transformer-lens|nnsight|transformers|cpp) ;;
@@ -104,17 +110,27 @@ mkdir -p "$times"
 # Share of all CPUs busy over one second, in percent (from /proc/stat).
 cpu_busy() {
   local a b
-  a=($(head -n 1 /proc/stat)); sleep 1; b=($(head -n 1 /proc/stat))
+  read -r -a a </proc/stat; sleep 1; read -r -a b </proc/stat
   local idle=$(( (b[4] + b[5]) - (a[4] + a[5]) )) total=0 i
   for ((i = 1; i < ${#a[@]}; ++i)); do total=$(( total + b[i] - a[i] )); done
   echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
+}
+
+# Waits up to $wait_idle seconds for the machine to be idle; prints the busy share it saw last.
+settle() {
+  local waited=0 busy
+  busy="$(cpu_busy)"
+  while (( busy >= 10 && waited < wait_idle )); do
+    sleep 4; waited=$(( waited + 5 )); busy="$(cpu_busy)"
+  done
+  echo "$busy"
 }
 
 # measure TOOL ROUND COMMAND...: one run; appends "wall cpu kib busy" to $times/TOOL.
 measure() {
   local tool="$1" round="$2"; shift 2
   local busy wall user system kib
-  busy="$(cpu_busy)"
+  busy="$(settle)"
   /usr/bin/time -f '%e %U %S %M' -o "$times/$tool.last" "$@" >"$times/$tool.$round.out" 2>"$times/$tool.$round.err" || {
     echo "run.sh: $tool failed (round $round):" >&2; tail -n 20 "$times/$tool.$round.err" >&2; exit 1; }
   read -r wall user system kib <"$times/$tool.last"
@@ -123,26 +139,41 @@ measure() {
     "$tool" "$wall" "$(awk -v u="$user" -v s="$system" 'BEGIN { print u + s }')" "$(awk -v k="$kib" 'BEGIN { print k / 1024 }')" "$busy"
 }
 
+# --probe-lengths of the last headscan report of this run (its probes.repeat_lengths and repeats),
+# so the peers run the probes headscan ran; nothing (peer.py's default: headscan's 10) before one.
+# One argument a line.
+last_heads=
+probe_lengths() {
+  [[ -n "$last_heads" ]] || return 0
+  "$base_python" -c 'import json, sys
+p = json.load(open(sys.argv[1])).get("probes") or {}
+if p.get("repeat_lengths"):
+    print("--probe-lengths", ",".join(map(str, p["repeat_lengths"])) + ":" + str(p["repeats"]), sep="\n")' "$last_heads"
+}
+
 run_tool() {
-  local tool="$1" round="$2"
+  local tool="$1" round="$2" probe_args=()
+  mapfile -t probe_args < <(probe_lengths)
   case "$tool" in
     headscan) measure "$tool" "$round" "$headscan" "$work/model.pt2" "$work/corpus.txt" -o "$work/report" --force \
                 "${common[@]}" --max-length 256 ;;
     headscan-q) measure "$tool" "$round" "$headscan" "$work/model.pt2" "$work/corpus.txt" -o "$work/report-q" --force \
                   "${common[@]}" --max-length 256 -q --no-html --no-plots --parser none ;;
     transformer-lens|nnsight) measure "$tool" "$round" "$peers_python" "$here/peer.py" "$tool" "$work" "${common[@]}" \
-                                --out "$times/$tool.json" ;;
+                                --out "$times/$tool.json" "${probe_args[@]}" ;;
     transformers) measure "$tool" "$round" "$peers_python" "$here/peer.py" transformers "$work" "${common[@]}" ;;
     cpp) measure "$tool" "$round" "$bare" "$work/model.pt" "$work/corpus.txt" "${common[@]}" --max-length 256 ;;
   esac
   if [[ "$tool" == headscan || "$tool" == headscan-q ]]; then
     local report="$work/report"; [[ "$tool" == headscan-q ]] && report="$work/report-q"
     cp "$report/heads.json" "$times/$tool.$round.heads.json"
+    last_heads="$times/$tool.$round.heads.json"
   fi
 }
 
 compilers="$(pgrep -c cc1plus || true)"
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'): $rounds round(s), $threads threads, batch size $batch_size; load average $(cut -d' ' -f1-3 /proc/loadavg), $compilers compiler process(es) running"
+echo "headscan: $headscan built $(date -u -r "$headscan" '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- analyzer heads 2>/dev/null || echo ' with uncommitted changes in analyzer/ or heads/')"
 for ((round = 1; round <= rounds; ++round)); do
   echo "round $round:"
   for tool in "${tools[@]}"; do run_tool "$tool" "$round"; done
