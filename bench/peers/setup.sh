@@ -46,7 +46,6 @@ if [[ "$resolve" == 1 ]]; then
 else
   "${pip[@]}" install -r "$here/requirements.txt"
 fi
-"$venv/bin/python" -c 'import torch, transformers, transformer_lens, nnsight
-print("torch", torch.__version__, "transformers", transformers.__version__,
-      "transformer_lens", transformer_lens.__version__ if hasattr(transformer_lens, "__version__") else "?",
-      "nnsight", nnsight.__version__)'
+"$venv/bin/python" -c 'from importlib.metadata import version
+import torch, transformers, transformer_lens, nnsight
+print(", ".join(f"{name} {version(name)}" for name in ("torch", "transformers", "transformer-lens", "nnsight")))'
