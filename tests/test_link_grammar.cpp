@@ -1,16 +1,23 @@
 // link-grammar parser: link-type table, sentence splitting, and parses of small English lines
-// with exact word spans and arcs (DESIGN.md, "Syntactic heads").
+// with exact word spans and arcs (DESIGN.md, "Syntactic heads"); the parsers on threads of their
+// own (ParsePool) and the reader that hands documents out before their parses are done.
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "analyzer/corpus/documents.h"
 #include "analyzer/corpus/link_grammar_parser.h"
+#include "analyzer/corpus/parse_pool.h"
+#include "tests/fixtures.h"
 
 namespace headscan {
 namespace {
@@ -228,6 +235,135 @@ TEST_CASE("[link-grammar] what parses does not depend on the load of the process
   REQUIRE(quiet.parsed == 1);
   CHECK(loaded.parsed == 1);
   CHECK(describe(line, loaded.parse) == describe(line, quiet.parse));
+}
+
+namespace {
+
+// Lines that parse, lines that do not (no complete linkage, unknown words), several sentences.
+const std::vector<std::string> kLines = {
+    "the big red dog quickly chased a small cat.",
+    "  The cat sat. It slept on the mat.  ",
+    "Is the cat on the mat?",
+    "Many of the dogs ran.",
+    "Der Hund läuft schnell.",
+    "cat the on sat mat.",
+    "My old neighbor painted the green door yesterday because the teacher watched the children near the river.",
+    "",
+};
+
+void check_same_parse(const std::string& line, const LineParse& found, const LineParse& expected) {
+  INFO("line \"" << line << "\"");
+  CHECK(found.sentences == expected.sentences);
+  CHECK(found.parsed == expected.parsed);
+  CHECK(describe(line, found.parse) == describe(line, expected.parse));
+}
+
+}  // namespace
+
+TEST_CASE("[link-grammar] the parser threads give every line one parser's parse, in any order asked",
+          "[link-grammar][parse-pool]") {
+  std::vector<LineParse> expected;
+  for (const std::string& line : kLines) expected.push_back(parser().parse_line(line));
+  REQUIRE(expected[0].parsed == 1);
+  REQUIRE(expected[4].parsed == 0);
+
+  for (const std::size_t threads : {std::size_t{1}, std::size_t{3}}) {
+    INFO(threads << " parser threads sharing one dictionary");
+    ParsePool pool(threads);
+    CHECK(pool.threads() == threads);
+    std::vector<std::shared_ptr<PendingParse>> pending;
+    for (int round = 0; round < 3; ++round) {
+      for (const std::string& line : kLines) pending.push_back(pool.submit(line));
+    }
+    pending[5]->prefer();
+    pending[2]->prefer();
+    // Asked for last to first: each wait puts its document before every other.
+    for (std::size_t i = pending.size(); i-- > 0;) {
+      check_same_parse(kLines[i % kLines.size()], pending[i]->get(), expected[i % kLines.size()]);
+      CHECK(pending[i]->done());
+    }
+  }
+}
+
+TEST_CASE("[link-grammar] parser threads: how many beside the model's", "[link-grammar][parse-pool]") {
+  CHECK(parser_threads(2, 2) == 1);   // the model takes every core: one parser beside it
+  CHECK(parser_threads(16, 2) == 14);
+  CHECK(parser_threads(0, 4) == 1);   // cores unknown
+  CHECK(parser_threads(128, 8) == 16);
+  // This process's share of the machine: at least one core, at most all of them.
+  CHECK(usable_cores() >= 1);
+  CHECK(usable_cores() <= std::max(1U, std::thread::hardware_concurrency()));
+}
+
+TEST_CASE("[link-grammar] a document stopped before its parse is an error when asked for", "[link-grammar][parse-pool]") {
+  std::vector<std::shared_ptr<PendingParse>> pending;
+  {
+    ParsePool pool(1);
+    std::string slow;
+    for (int word = 0; word < 59; ++word) slow += "police ";
+    for (int i = 0; i < 20; ++i) pending.push_back(pool.submit(slow + std::to_string(i) + "."));
+  }
+  // The pool is gone: each parse is done or refused, none is waited for without end.
+  int refused = 0;
+  for (const auto& parse : pending) {
+    CHECK(parse->done());
+    try {
+      parse->get();
+    } catch (const std::logic_error&) {
+      ++refused;
+    }
+  }
+  CHECK(refused > 0);
+}
+
+TEST_CASE("[link-grammar] the reader hands documents out with their parses to come, and counts them all",
+          "[link-grammar][parse-pool]") {
+  const testing::TempDir dir;
+  const std::filesystem::path path = dir.path() / "corpus.txt";
+  {
+    std::ofstream out(path);
+    for (int round = 0; round < 30; ++round) {
+      for (const std::string& line : kLines) {
+        if (!line.empty()) out << line << "\n";
+      }
+    }
+  }
+  std::int64_t sentences = 0;
+  std::int64_t parsed = 0;
+  std::vector<std::string> texts;
+  std::vector<std::shared_ptr<PendingParse>> pending;
+  for (const std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+    DocumentReader reader(path.string(), "link-grammar", "text", {}, threads);
+    CHECK(std::string(reader.parser()) == "link-grammar");
+    Document document;
+    pending.clear();
+    texts.clear();
+    while (reader.next(document)) {
+      REQUIRE(document.pending_parse != nullptr);
+      CHECK(document.parse == nullptr);
+      pending.push_back(document.pending_parse);
+      texts.push_back(document.text);
+    }
+    CHECK(texts.size() == 30 * (kLines.size() - 1));
+    reader.finish_parses();
+    std::int64_t expected_sentences = 0;
+    std::int64_t expected_parsed = 0;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      CHECK(pending[i]->done());
+      const LineParse expected = parser().parse_line(texts[i]);
+      check_same_parse(texts[i], pending[i]->get(), expected);
+      expected_sentences += expected.sentences;
+      expected_parsed += expected.parsed;
+    }
+    CHECK(reader.counts().sentences == expected_sentences);
+    CHECK(reader.counts().parsed_sentences == expected_parsed);
+    if (threads == 1) {
+      sentences = expected_sentences;
+      parsed = expected_parsed;
+    }
+    CHECK(reader.counts().sentences == sentences);
+    CHECK(reader.counts().parsed_sentences == parsed);
+  }
 }
 
 }  // namespace headscan

@@ -2,19 +2,16 @@
 
 #include <algorithm>
 #include <cctype>
-#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <filesystem>
-#include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "analyzer/corpus/conllu.h"
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/errors.h"
-#include "analyzer/corpus/link_grammar_parser.h"
+#include "analyzer/corpus/parse_pool.h"
 
 namespace headscan {
 
@@ -27,6 +24,8 @@ class DocumentReader::Source {
   virtual bool next_part(std::string& /*part*/, DocumentCounts& /*counts*/) { return false; }
   virtual std::string expansion_warning() const = 0;
   virtual std::string text_warning() const { return {}; }
+  // Waits for the parses of the documents handed out and sets the counts' sentences.
+  virtual void finish_parses(DocumentCounts& /*counts*/) {}
 };
 
 namespace {
@@ -44,7 +43,8 @@ void copy_counts(const TextCorpusReader& reader, DocumentCounts& counts) {
   counts.documents_read = reader.documents_read();
 }
 
-// Documents parsed ahead of the consumer; bounds the memory that reading ahead takes.
+// Documents read ahead of the consumer, their parses started; bounds the memory that reading
+// ahead takes.
 constexpr std::size_t kParsedAhead = 64;
 
 }  // namespace
@@ -112,50 +112,41 @@ class DocumentReader::ConlluSource : public DocumentReader::Source {
   bool keep_trees_;
 };
 
-// Reads and parses lines on a thread of its own, at most kParsedAhead documents ahead.
+// Reads lines on the caller's thread, at most kParsedAhead documents ahead of it, and hands each
+// to the parser threads as it is read: the caller gets a document at once, its parse to come.
 class DocumentReader::ParsingSource : public DocumentReader::Source {
  public:
-  ParsingSource(const std::string& path, std::optional<std::string> json_field, CorpusSlice slice)
-      : reader_(path, std::move(json_field), slice), parser_(std::make_unique<LinkGrammarParser>()) {
-    worker_ = std::thread([this] { produce(); });
-  }
-
-  ~ParsingSource() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    changed_.notify_all();
-    worker_.join();
+  ParsingSource(const std::string& path, std::optional<std::string> json_field, CorpusSlice slice,
+                std::size_t threads)
+      : reader_(path, std::move(json_field), slice), pool_(threads) {
+    read_ahead();
   }
 
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
   const char* slice_mode() const { return reader_.lines().slice_mode(); }
-  std::string expansion_warning() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return expansion_warning_;
-  }
+  std::string expansion_warning() const override { return reader_.lines().expansion_warning(); }
 
   bool next(Document& document, DocumentCounts& counts) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    long_line_pending_ = long_line_pending_ && !reading_long_line_;  // done with it: the worker reads on
-    reading_long_line_ = false;
-    changed_.notify_all();
-    changed_.wait(lock, [this] { return !queue_.empty(); });
-    Item item = std::move(queue_.front());
-    if (!item.last) queue_.pop_front();  // the last item stays: next() keeps answering false
-    reading_long_line_ = item.document.more;
-    lock.unlock();
-    changed_.notify_all();
-    if (item.error) std::rethrow_exception(item.error);
-    counts = item.counts;
-    if (item.last) return false;
-    document = std::move(item.document);
+    if (reading_long_line_) {  // done with its parts: the reader reads on
+      reading_long_line_ = false;
+      long_line_ahead_ = false;
+    }
+    read_ahead();
+    count_done_parses();
+    Ahead& front = ahead_.front();
+    counts = front.counts;
+    counts.sentences = sentences_;
+    counts.parsed_sentences = parsed_sentences_;
+    if (front.error) std::rethrow_exception(front.error);
+    if (front.last) return false;  // the last item stays: next() keeps answering false
+    document = std::move(front.document);
+    ahead_.pop_front();
+    reading_long_line_ = document.more;
+    if (document.pending_parse) unfinished_.push_back(document.pending_parse);
     return true;
   }
 
-  // The worker waits while a long line is being read: until the next call to next(), its reader
-  // is this thread's.
+  // Nothing is read ahead past a long line (Document::more) until the caller is done with it.
   bool next_part(std::string& part, DocumentCounts& counts) override {
     if (!reading_long_line_) return false;
     const bool found = reader_.next_part(part);
@@ -165,81 +156,77 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
     return found;
   }
 
+  void finish_parses(DocumentCounts& counts) override {
+    for (const std::shared_ptr<PendingParse>& pending : unfinished_) add_counts(pending->get());
+    unfinished_.clear();
+    counts.sentences = sentences_;
+    counts.parsed_sentences = parsed_sentences_;
+  }
+
  private:
-  struct Item {
+  // A document read ahead, with the reader's counts after it; or the end of the corpus, or the
+  // error reading met there.
+  struct Ahead {
     Document document;
     DocumentCounts counts;
     bool last = false;
     std::exception_ptr error;
   };
 
-  void produce() {
-    DocumentCounts counts;
-    for (;;) {
-      Item item;
+  void read_ahead() {
+    while (!ended_ && !long_line_ahead_ && ahead_.size() < kParsedAhead) {
+      Ahead item;
       try {
         CorpusLine line;
         if (reader_.next(line)) {
-          if (!line.more) {  // the first part of a long line is not a sentence to parse
-            const LineParse parsed = parser_->parse_line(line.text);
-            counts.sentences += parsed.sentences;
-            counts.parsed_sentences += parsed.parsed;
-            if (parsed.parsed > 0) item.document.parse = std::make_shared<const ParsedSentence>(parsed.parse);
-          }
+          // The first part of a long line is not a sentence to parse.
+          if (!line.more) item.document.pending_parse = pool_.submit(line.text);
           item.document.line_number = line.line_number;
           item.document.chunk = line.chunk;
           item.document.more = line.more;
           item.document.text = std::move(line.text);
+          long_line_ahead_ = line.more;
         } else {
           item.last = true;
         }
-        copy_counts(reader_, counts);
-        item.counts = counts;
+        copy_counts(reader_, item.counts);
       } catch (...) {
         item.error = std::current_exception();
         item.last = true;
       }
-      const bool last = item.last;
-      const bool long_line = item.document.more;
-      std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [this] { return stopping_ || queue_.size() < kParsedAhead; });
-      if (stopping_) return;
-      queue_.push_back(std::move(item));
-      long_line_pending_ = long_line;
-      if (expansion_warning_.empty()) expansion_warning_ = reader_.lines().expansion_warning();
-      sentences_ = counts.sentences;
-      parsed_sentences_ = counts.parsed_sentences;
-      lock.unlock();
-      changed_.notify_all();
-      if (last) return;
-      if (long_line) {  // its parts are read by the consumer, with this reader: wait until it is done
-        lock.lock();
-        changed_.wait(lock, [this] { return stopping_ || !long_line_pending_; });
-        if (stopping_) return;
-      }
+      ended_ = item.last;
+      ahead_.push_back(std::move(item));
+    }
+  }
+
+  void add_counts(const LineParse& parse) {
+    sentences_ += parse.sentences;
+    parsed_sentences_ += parse.parsed;
+  }
+
+  // The parses done so far, in the order the documents were handed out; no wait.
+  void count_done_parses() {
+    while (!unfinished_.empty() && unfinished_.front()->done()) {
+      add_counts(unfinished_.front()->get());
+      unfinished_.pop_front();
     }
   }
 
   TextCorpusReader reader_;
-  std::unique_ptr<LinkGrammarParser> parser_;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Item> queue_;
-  std::string expansion_warning_;  // the reader's, copied by the worker
-  bool stopping_ = false;
-  // A long line (Document::more) was queued and its parts are not all read: set by the worker,
-  // which then waits; cleared by the consumer's next() after it took that line.
-  bool long_line_pending_ = false;
-  bool reading_long_line_ = false;  // the consumer's: the document it holds is a long line
-  std::int64_t sentences_ = 0;      // the parser's counts when the long line was queued
+  ParsePool pool_;
+  std::deque<Ahead> ahead_;
+  bool ended_ = false;
+  bool long_line_ahead_ = false;    // a long line was read: the reader waits until its parts are
+  bool reading_long_line_ = false;  // the caller holds the long line: next_part() reads its parts
+  std::deque<std::shared_ptr<PendingParse>> unfinished_;  // handed out, not yet counted
+  std::int64_t sentences_ = 0;
   std::int64_t parsed_sentences_ = 0;
-  std::thread worker_;
 };
 
 bool is_conllu_path(const std::string& path) { return corpus_extension(path) == ".conllu"; }
 
 DocumentReader::DocumentReader(const std::string& path, const std::string& parser, const std::string& text_field,
-                               CorpusSlice slice)
+                               CorpusSlice slice, std::size_t parser_threads)
     : path_(path) {
   if (parser != "link-grammar" && parser != "none") {
     throw InputError(fmt::format("--parser {}: unknown parser; use link-grammar (plain English text) or none", parser));
@@ -259,7 +246,7 @@ DocumentReader::DocumentReader(const std::string& path, const std::string& parse
     format_ = "jsonl";
   }
   if (parser == "link-grammar") {
-    auto source = std::make_unique<ParsingSource>(path, json_field, slice);
+    auto source = std::make_unique<ParsingSource>(path, json_field, slice, parser_threads);
     total_bytes_ = source->total_bytes();
     slice_mode_ = source->slice_mode();
     source_ = std::move(source);
@@ -277,6 +264,8 @@ DocumentReader::~DocumentReader() = default;
 bool DocumentReader::next(Document& document) { return source_->next(document, counts_); }
 
 bool DocumentReader::next_part(std::string& part) { return source_->next_part(part, counts_); }
+
+void DocumentReader::finish_parses() { source_->finish_parses(counts_); }
 
 std::string DocumentReader::expansion_warning() const { return source_->expansion_warning(); }
 

@@ -162,14 +162,45 @@ std::vector<std::pair<std::size_t, std::size_t>> split_sentences(std::string_vie
   return sentences;
 }
 
+namespace {
+
+struct DictionaryDeleter {
+  void operator()(Dictionary_s* dictionary) const {
+    const DiagnosticCapture capture;
+    dictionary_delete(dictionary);
+  }
+};
+
+// The options of every parser (LinkGrammarParser's contract).
+Parse_Options make_parse_options() {
+  Parse_Options options = parse_options_create();
+  if (options == nullptr) throw std::runtime_error("link-grammar: parse_options_create failed");
+  parse_options_set_verbosity(options, 0);
+  // Complete linkages only: a linkage with null links leaves words out of the tree.
+  parse_options_set_min_null_count(options, 0);
+  parse_options_set_max_null_count(options, 0);
+  parse_options_set_linkage_limit(options, kLinkageLimit);
+  // No time limit: link-grammar's timer measures the CPU time of the whole process
+  // (getrusage(RUSAGE_SELF)), the model's threads included, so with one a sentence would parse or
+  // not depending on the load, and heads.json would not be deterministic. -1 is unlimited.
+  parse_options_set_max_parse_time(options, -1);
+  // Same input, same linkages (when there are more than kLinkageLimit, link-grammar samples them).
+  parse_options_set_repeatable_rand(options, true);
+  // With spell guessing, unknown words are replaced by English look-alikes, and German sentences
+  // ("Der Hund läuft schnell.") get English parses.
+  parse_options_set_spell_guess(options, 0);
+  return options;
+}
+
+}  // namespace
+
 struct LinkGrammarParser::Impl {
-  Dictionary dictionary = nullptr;
+  std::shared_ptr<Dictionary_s> dictionary;  // shared by the parsers of sharing_dictionary()
   Parse_Options options = nullptr;
 
   ~Impl() {
     const DiagnosticCapture capture;
     if (options != nullptr) parse_options_delete(options);
-    if (dictionary != nullptr) dictionary_delete(dictionary);
   }
 
   // Words of line[begin, end) (spans relative to the line) with arcs (heads index these words);
@@ -182,28 +213,23 @@ LinkGrammarParser::LinkGrammarParser() : impl_(std::make_unique<Impl>()) {
   // The wheel's copy of the dictionaries (resources.h), else link-grammar's own search.
   static const std::filesystem::path bundled = installed_file("share/headscan/link-grammar");
   if (!bundled.empty()) dictionary_set_data_dir(bundled.c_str());
-  impl_->dictionary = dictionary_create_lang("en");
-  if (impl_->dictionary == nullptr) {
+  Dictionary dictionary = dictionary_create_lang("en");
+  if (dictionary == nullptr) {
     const std::string found = capture.errors().empty() ? "no message from link-grammar" : capture.errors();
     throw InputError("cannot load link-grammar's English dictionary (" + found +
                      "): install link-grammar-dictionaries-en, or use --parser none");
   }
-  impl_->options = parse_options_create();
-  if (impl_->options == nullptr) throw std::runtime_error("link-grammar: parse_options_create failed");
-  parse_options_set_verbosity(impl_->options, 0);
-  // Complete linkages only: a linkage with null links leaves words out of the tree.
-  parse_options_set_min_null_count(impl_->options, 0);
-  parse_options_set_max_null_count(impl_->options, 0);
-  parse_options_set_linkage_limit(impl_->options, kLinkageLimit);
-  // No time limit: link-grammar's timer measures the CPU time of the whole process
-  // (getrusage(RUSAGE_SELF)), the model's threads included, so with one a sentence would parse or
-  // not depending on the load, and heads.json would not be deterministic. -1 is unlimited.
-  parse_options_set_max_parse_time(impl_->options, -1);
-  // Same input, same linkages (when there are more than kLinkageLimit, link-grammar samples them).
-  parse_options_set_repeatable_rand(impl_->options, true);
-  // With spell guessing, unknown words are replaced by English look-alikes, and German sentences
-  // ("Der Hund läuft schnell.") get English parses.
-  parse_options_set_spell_guess(impl_->options, 0);
+  impl_->dictionary = std::shared_ptr<Dictionary_s>(dictionary, DictionaryDeleter{});
+  impl_->options = make_parse_options();
+}
+
+LinkGrammarParser::LinkGrammarParser(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+LinkGrammarParser LinkGrammarParser::sharing_dictionary() const {
+  auto impl = std::make_unique<Impl>();
+  impl->dictionary = impl_->dictionary;
+  impl->options = make_parse_options();
+  return LinkGrammarParser(std::move(impl));
 }
 
 LinkGrammarParser::~LinkGrammarParser() = default;
@@ -213,7 +239,7 @@ LinkGrammarParser& LinkGrammarParser::operator=(LinkGrammarParser&&) noexcept = 
 std::optional<std::vector<ParsedWord>> LinkGrammarParser::Impl::parse_sentence(std::string_view line,
                                                                                std::size_t begin, std::size_t end) {
   const std::string text(line.substr(begin, end - begin));
-  const SentencePtr sentence(sentence_create(text.c_str(), dictionary));
+  const SentencePtr sentence(sentence_create(text.c_str(), dictionary.get()));
   if (sentence == nullptr || sentence_split(sentence.get(), options) < 0) return std::nullopt;
   const int linkages = sentence_parse(sentence.get(), options);
   // Linkages are sorted by post-processing violations, then cost: linkage 0 is the best valid one

@@ -41,7 +41,9 @@ struct LineParse {
 };
 
 // Owns link-grammar's English dictionary and parse options (loading takes 0.1–0.4 s and ~35 MB), so
-// make one parser per thread and keep it. One parser is used from one thread at a time.
+// keep a parser. One parser is used from one thread at a time; parsers for other threads share its
+// dictionary (sharing_dictionary(): link-grammar only reads a dictionary while parsing, and its
+// own multi-thread test parses on ten threads over shared ones).
 //
 // link-grammar's diagnostics are captured, not printed. Constructing a parser may set the
 // process's LC_CTYPE to a UTF-8 locale (link-grammar does so when the program's locale is not
@@ -61,8 +63,13 @@ class LinkGrammarParser {
   // ASCII punctuation as words of their own, but no arcs.
   LineParse parse_line(std::string_view line);
 
+  // Another parser with the same options and this one's dictionary, for another thread. Make it
+  // on this parser's thread.
+  LinkGrammarParser sharing_dictionary() const;
+
  private:
   struct Impl;
+  explicit LinkGrammarParser(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "analyzer/corpus/parse_pool.h"
 #include "analyzer/errors.h"
 #include "analyzer/model/device.h"
 #include "analyzer/run/analysis.h"
@@ -90,8 +91,12 @@ void warn_of_materialised_attention(RunState& state) {
 // reads its own slice, and the shape off the corpus's first document, whichever shard has it.
 void open_corpus(RunState& state) {
   const AnalysisOptions& options = state.options;
-  state.reader = std::make_unique<DocumentReader>(options.corpus_path, options.parser, options.text_field,
-                                                  options.shard.value_or(CorpusSlice{}));
+  // link-grammar parses on the cores the model's threads leave (on a GPU, all but the one that
+  // drives it), else beside them on one thread.
+  const int model_threads = state.model->device().is_cpu() ? torch::get_num_threads() : 1;
+  state.reader = std::make_unique<DocumentReader>(
+      options.corpus_path, options.parser, options.text_field, options.shard.value_or(CorpusSlice{}),
+      parser_threads(usable_cores(), static_cast<std::size_t>(model_threads)));
   state.sequences =
       std::make_unique<SequenceReader>(*state.reader, *state.text.tokenizer, state.text.shape, options.check_interrupt);
   std::unique_ptr<DocumentReader> whole;

@@ -6,6 +6,7 @@
 
 #include "analyzer/errors.h"
 #include "analyzer/run/sequences/batch_tensors.h"
+#include "analyzer/run/sequences/deferred_words.h"
 
 namespace headscan {
 namespace {
@@ -127,8 +128,8 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
   std::vector<const SequenceWords*> words;
   bool any_words = false;
   for (const Sequence& sequence : batch) {
-    words.push_back(sequence.words.get());
-    any_words = any_words || sequence.words != nullptr;
+    words.push_back(sequence_words(sequence));  // waits for the parses still running
+    any_words = any_words || words.back() != nullptr;
   }
   at::Tensor punctuation;
   if (punctuation_table.defined() && punctuation_table.size(0) > 0) {

@@ -176,6 +176,7 @@ std::optional<AblationItem> make_ablation_item(const Sequence& sequence, const A
   item.input = sequence;
   item.input.example = -1;
   item.input.words = nullptr;
+  item.input.deferred_words = nullptr;
   const std::size_t length = sequence.ids.size();
   item.targets.assign(length, -1);
   if (objective.kind == AblationObjective::Kind::next_token) {

@@ -5,6 +5,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/run/passes/pass.h"
 #include "analyzer/run/progress.h"
+#include "analyzer/run/sequences/deferred_words.h"
 #include "analyzer/run/run_state.h"
 
 namespace headscan {
@@ -34,6 +35,9 @@ class CorpusPass : public Pass {
     std::int64_t queued = 0;
     std::int64_t batch_index = 0;
     auto run_batches = [&](const std::vector<std::vector<Sequence>>& batches) {
+      // link-grammar parses these batches' documents first, in the order they run, while the
+      // model runs the first.
+      for (const auto& batch : batches) prefer_parses(batch);
       for (const auto& batch : batches) {
         try {
           state.forward(batch, feeds(), batch_index++, &state.corpus_examples);
@@ -78,6 +82,7 @@ class CorpusPass : public Pass {
       }
     } while (state.sequences->next(sequences, nullptr, by_sequences ? options.max_sequences - queued : 0));
     run_batches(batcher.flush());
+    reader.finish_parses();  // the documents read but not run (--max-sequences) count too
     progress.finish(summary.tokens);
     state.note_expansion(reader);
     // Of the sentences this pass fed the model (the idf pass may read others).

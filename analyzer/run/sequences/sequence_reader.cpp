@@ -6,6 +6,7 @@
 
 #include "analyzer/corpus/text_lines.h"
 #include "analyzer/corpus/word_alignment.h"
+#include "analyzer/run/sequences/deferred_words.h"
 
 namespace headscan {
 
@@ -25,7 +26,7 @@ bool SequenceReader::next(std::vector<Sequence>& sequences, DocumentFrequencies*
     Document document;
     if (!documents_.next(document)) return false;
     if (check_interrupt_) check_interrupt_();
-    if ((!document.more && document.text.size() <= kLongLineBytes) || document.parse) {
+    if ((!document.more && document.text.size() <= kLongLineBytes) || document.parse || document.pending_parse) {
       read_whole(document, counted, sequences);
       if (!sequences.empty()) return true;
       continue;
@@ -64,6 +65,11 @@ void SequenceReader::read_whole(const Document& document, DocumentFrequencies* c
     attach_words(sequences, token_word, *document.parse, shape_);
   }
   if (counted != nullptr) counted->add_document(tokens, tokenizer_);
+  if (document.pending_parse) {  // the words come when the parse is done
+    auto deferred = std::make_shared<DeferredWords>(document.pending_parse, std::move(tokens), document.text, sequences,
+                                                    tokenizer_, shape_);
+    for (Sequence& sequence : sequences) sequence.deferred_words = deferred;
+  }
 }
 
 void SequenceReader::continue_long(std::vector<Sequence>& sequences, std::size_t max_windows) {

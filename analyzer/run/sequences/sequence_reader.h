@@ -28,7 +28,8 @@ class SequenceReader {
   // counts on across calls): all the windows of a document, or of a long one, those its next
   // parts complete (at least one; its last, shorter window when it ends). A document with no
   // token gives none and is passed over. Words are attached when the document is parsed (a parsed
-  // document is tokenized whole: its parse names all its words). Each document is counted into
+  // document is tokenized whole: its parse names all its words), or, while link-grammar still
+  // parses it, given as the words to come (Sequence::deferred_words). Each document is counted into
   // `counted` when given (a long one part by part, the pointer of its first call kept).
   // With `max_windows` > 0 the caller wants at most that many more windows: a long document is
   // read only as far as they need and, once they are given, closed (only what was read of it is

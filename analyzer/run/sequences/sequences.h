@@ -16,6 +16,8 @@
 
 namespace headscan {
 
+class DeferredWords;
+
 struct Sequence {
   std::vector<std::int64_t> ids;
   std::vector<std::uint8_t> special;  // 1 for BOS, the suffix and the tokenizer's special tokens
@@ -26,6 +28,9 @@ struct Sequence {
   std::size_t window = 0;             // 0 for the first window of a line
   std::uint64_t chunk = 0;            // its document's chunk: batches never mix chunks
   std::shared_ptr<const SequenceWords> words;  // words and dependency arcs; null without a parse
+  // The words to come of a document still being parsed (deferred_words.h: sequence_words() reads
+  // either); null otherwise.
+  std::shared_ptr<DeferredWords> deferred_words;
   int example = -1;  // index among the report's example sequences (ExampleChooser), -1: none
 };
 
