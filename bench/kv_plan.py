@@ -175,25 +175,30 @@ def prefill(model, press, context):
     return cache
 
 
-def positions(start, count, device):
-    return torch.arange(start, start + count, device=device).unsqueeze(0)
+def decode(model, cache, tokens, at):
+    """tokens fed after the cache one at a time, from position `at`, as generation feeds them:
+    their logits [len(tokens), vocabulary]. (kvpress masks a streaming head's keys with one key
+    that every query of its key/value group must score below zero; many tokens in one call are
+    many queries, which small heads cannot always put on one side: kvpress then raises "Could not
+    find fake keys".)"""
+    logits = []
+    for offset, token in enumerate(tokens):
+        ids = torch.tensor([[token]], device=model.device)
+        position = torch.tensor([[at + offset]], device=model.device)
+        logits.append(model(input_ids=ids, past_key_values=cache, position_ids=position).logits[0, -1].float())
+    return torch.stack(logits)
 
 
 @torch.no_grad()
 def needle_accuracy(model, press, probes, cue):
+    """The share of needle tokens after the cue that greedy continuation reproduces."""
     correct = total = 0
     for context, needle in probes:
         cache = prefill(model, press, context)
-        question = torch.tensor([needle[:cue]], device=model.device)
-        at = len(context)
-        logits = model(input_ids=question, past_key_values=cache, position_ids=positions(at, cue, model.device)).logits
-        at += cue
-        generated = [int(logits[0, -1].argmax())]
+        generated = [int(decode(model, cache, needle[:cue], len(context))[-1].argmax())]
         while len(generated) < len(needle) - cue:
-            step = torch.tensor([[generated[-1]]], device=model.device)
-            logits = model(input_ids=step, past_key_values=cache, position_ids=positions(at, 1, model.device)).logits
-            at += 1
-            generated.append(int(logits[0, -1].argmax()))
+            at = len(context) + cue + len(generated) - 1
+            generated.append(int(decode(model, cache, generated[-1:], at)[-1].argmax()))
         correct += sum(g == t for g, t in zip(generated, needle[cue:]))
         total += len(generated)
     return correct / total
@@ -204,11 +209,9 @@ def mean_loss(model, press, windows):
     losses = []
     for context, continuation in windows:
         cache = prefill(model, press, context)
-        ids = torch.tensor([continuation[:-1]], device=model.device)
-        logits = model(input_ids=ids, past_key_values=cache,
-                       position_ids=positions(len(context), ids.shape[1], model.device)).logits.float()
-        target = torch.tensor(continuation[1:], device=model.device)
-        losses.append(torch.nn.functional.cross_entropy(logits[0], target).item())
+        logits = decode(model, cache, continuation[:-1], len(context))
+        target = torch.tensor(continuation[1:], device=logits.device)
+        losses.append(torch.nn.functional.cross_entropy(logits, target).item())
     return statistics.fmean(losses)
 
 
