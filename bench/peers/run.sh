@@ -204,11 +204,11 @@ for tool in tools:
     result["tools"][tool] = entry
 bases = [b for b in ("transformers", "cpp") if b in result["tools"]]
 print(f"\nmedians of {rounds} round(s), {threads} threads, batch size {batch_size}:\n")
-print("| run | wall | CPU | peak RSS | " + " | ".join(f"wall / {b}" for b in bases) + " |")
+print("| run | wall | CPU | peak RSS |" + "".join(f" wall / {b} |" for b in bases))
 print("|---|---|---|---|" + "---|" * len(bases))
 for tool, entry in result["tools"].items():
-    ratios = " | ".join(f"{entry['wall_s'] / result['tools'][b]['wall_s']:.2f}" for b in bases)
-    print(f"| {names[tool]} | {entry['wall_s']:.1f} s | {entry['cpu_s']:.1f} s | {entry['peak_rss_mib']:.0f} MiB | {ratios} |")
+    ratios = "".join(f" {entry['wall_s'] / result['tools'][b]['wall_s']:.2f} |" for b in bases)
+    print(f"| {names[tool]} | {entry['wall_s']:.1f} s | {entry['cpu_s']:.1f} s | {entry['peak_rss_mib']:.0f} MiB |{ratios}")
 print()
 for tool, entry in result["tools"].items():
     if "phases_s" in entry:
