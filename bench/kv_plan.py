@@ -13,7 +13,8 @@ directory of that model (heads.json and kv_plan/). Runs in a venv with kvpress 0
 Every method runs as kvpress applies a press: the context is prefilled under the press (kvpress's
 forward hooks; DuoAttentionPress then masks each streaming key/value head's keys outside its first
 `sink_size` and last `recent_size` tokens out of every later attention), and what follows the
-context is decoded over that cache. The methods, all at the plan's sink and recent window:
+context is decoded over that cache one token at a time, as generation does. The methods, all at
+the plan's sink and recent window:
 
   full        no press: the whole cache
   plan        headscan.kvpress.press(REPORT): the plan's streaming key/value heads

@@ -40,8 +40,9 @@ def _length_table(row):
     out = ['<table class="results"><tr><th class="name">method</th><th>needle accuracy</th>'
            '<th>loss (nats)</th></tr>']
     for name, values in row["methods"].items():
-        out.append(f'<tr><td class="name{" plan" if name == "plan" else ""}">{DESCRIPTIONS.get(name, html.escape(name))}'
-                   f'</td><td>{_cell(values["needle_accuracy"], 3)}</td><td>{_cell(values["loss"], 4)}</td></tr>')
+        style = "name plan" if name == "plan" else "name"
+        out.append(f'<tr><td class="{style}">{DESCRIPTIONS.get(name, html.escape(name))}</td>'
+                   f'<td>{_cell(values["needle_accuracy"], 3)}</td><td>{_cell(values["loss"], 4)}</td></tr>')
     seeds = row["methods"]["random"].get("seeds", [])
     if seeds:
         per_seed = ", ".join(f'{s["needle_accuracy"]:.3f}' for s in seeds)

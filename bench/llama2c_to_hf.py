@@ -14,7 +14,6 @@ equal the archive's within 1e-4."""
 
 import argparse
 import json
-import shutil
 import zipfile
 from pathlib import Path
 

@@ -33,8 +33,9 @@ def measured(tmp_path_factory):
     headscan(work / "model.pt2", work / "corpus.txt", "-o", report, "--max-length", 512, "--needle-lengths", 256,
              "--parser", "none", "--no-plots", "-q", "--threads", 1)
     out = work / "measured.json"
-    command = [sys.executable, ROOT / "bench" / "kv_plan.py", model_dir, report, "--lengths", ",".join(map(str, LENGTHS)),
-               "--seeds", SEEDS, "--haystacks", 1, "--threads", 1, "--fly-tokens", 256, "--out", out]
+    command = [sys.executable, ROOT / "bench" / "kv_plan.py", model_dir, report,
+               "--lengths", ",".join(map(str, LENGTHS)), "--seeds", SEEDS, "--haystacks", 1, "--threads", 1,
+               "--fly-tokens", 256, "--out", out]
     result = subprocess.run(list(map(str, command)), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return report, json.loads(out.read_text(encoding="utf-8")), result.stdout
