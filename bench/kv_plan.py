@@ -57,6 +57,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kv_plan_page import write_page  # noqa: E402
 
 DEPTHS = (0.1, 0.3, 0.5, 0.7, 0.9)
+
+
+class InputError(Exception):
+    """What the inputs cannot give (exit 2)."""
 METHODS = ("full", "plan", "on-the-fly", "random")
 
 
@@ -93,11 +97,17 @@ def parse_args(argv):
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if not 1 <= args.cue < args.needle_tokens:
         parser.error(f"--cue must be from 1 to --needle-tokens − 1 ({args.needle_tokens - 1}), found {args.cue}")
+    shortest = 1 + args.needle_tokens + len(DEPTHS)  # BOS, the needle and a haystack token per depth
+    if min(args.lengths) < shortest:
+        parser.error(f"--lengths: {min(args.lengths)} leaves no room for a haystack around a needle of "
+                     f"{args.needle_tokens} tokens; give lengths of at least {shortest}")
     if args.heldout is None:
         args.heldout = args.model_dir.resolve().parent / "heldout.txt"
     for path, what in ((args.model_dir / "config.json", "MODEL_DIR/config.json"), (args.heldout, "--heldout")):
         if not path.is_file():
             parser.error(f"{what}: {path} is not a file")
+    if not args.report.exists():
+        parser.error(f"REPORT: {args.report} does not exist; give headscan's report directory of the model")
     return args
 
 
@@ -119,7 +129,8 @@ class Probes:
 
     def __init__(self, tokenizer, documents, args):
         self.bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-        self.tokens = [t for doc in documents for t in tokenizer(doc, add_special_tokens=False)["input_ids"]]
+        self.tokens = [t for doc in documents
+                       for t in tokenizer(doc, add_special_tokens=False, verbose=False)["input_ids"]]
         self.special = set(tokenizer.all_special_ids)
         self.vocabulary = [t for t in range(len(tokenizer)) if t not in self.special]
         self.args = args
@@ -133,9 +144,6 @@ class Probes:
         """[(context ids, needle ids)] for a context of `length` tokens: haystack by haystack, depth by depth."""
         args, rng = self.args, random.Random(f"{self.args.seed}/{length}")
         size = length - len(self.bos) - args.needle_tokens
-        if size < len(DEPTHS):
-            raise SystemExit(f"--lengths: {length} leaves no room for a haystack around a needle of "
-                             f"{args.needle_tokens} tokens")
         text_vocabulary = sorted(set(self.tokens))
         probes = []
         for h in range(args.haystacks):
@@ -145,7 +153,7 @@ class Probes:
                 haystack = [rng.choice(text_vocabulary) for _ in range(size)]
             candidates = sorted(set(self.vocabulary) - set(haystack))
             if len(candidates) < args.needle_tokens:
-                raise SystemExit(f"only {len(candidates)} tokens of the vocabulary are absent from a haystack of "
+                raise InputError(f"only {len(candidates)} tokens of the vocabulary are absent from a haystack of "
                                  f"{size} tokens, fewer than --needle-tokens {args.needle_tokens}")
             for depth in DEPTHS:
                 needle = rng.sample(candidates, args.needle_tokens)
@@ -224,7 +232,7 @@ def on_the_fly_mask(model, tokenizer, ratio, documents, tokens):
     from kvpress.presses import duo_attention_press
 
     limit = min(getattr(model.config, "max_position_embeddings", None) or tokens, tokens)
-    texts = [tokenizer.decode(tokenizer(doc, add_special_tokens=False)["input_ids"][:limit - 1])
+    texts = [tokenizer.decode(tokenizer(doc, add_special_tokens=False, verbose=False)["input_ids"][:limit - 1])
              for doc in documents]
     texts = (texts * (50 // len(texts) + 1))[:max(50, len(texts))]  # kvpress samples 50 of them
 
@@ -249,7 +257,7 @@ def random_mask(shape, streaming, seed):
     return mask.view(shape)
 
 
-def measure(args):
+def measure(args, plan):
     from headscan import kvpress as headscan_kvpress
     from transformers.utils import logging
 
@@ -259,7 +267,6 @@ def measure(args):
 
     model, tokenizer = load_model(args.model_dir, args.device, args.dtype)
     documents = heldout_documents(args.heldout)
-    plan = headscan_kvpress.plan(args.report)
     streaming = int(plan.streaming_mask.sum())
     cells = plan.streaming_mask.numel()
     ratio = streaming / cells
@@ -268,7 +275,11 @@ def measure(args):
     def of_mask(mask):
         return headscan_kvpress.press_from_mask(mask, sink, recent, layers=plan.layers)
 
-    presses = {"full": None, "plan": headscan_kvpress.press(args.report)}
+    try:
+        presses = {"full": None, "plan": headscan_kvpress.press(args.report)}
+        presses["plan"].post_init_from_model(model)  # the plan must be this model's
+    except ValueError as error:
+        raise InputError(error) from error
     fly = on_the_fly_mask(model, tokenizer, ratio, documents, args.fly_tokens)
     presses["on-the-fly"] = of_mask(fly[list(plan.layers)])
     randoms = [random_mask(plan.streaming_mask.shape, streaming, seed) for seed in range(args.seeds)]
@@ -315,9 +326,23 @@ def table(result):
     return "\n".join(lines)
 
 
+def fail(error):
+    print(f"kv_plan.py: error: {error}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv=None):
     args = parse_args(argv)
-    result = measure(args)
+    from headscan import kvpress as headscan_kvpress
+
+    try:
+        plan = headscan_kvpress.plan(args.report)
+    except ValueError as error:  # a report without a plan
+        fail(error)
+    try:
+        result = measure(args, plan)
+    except InputError as error:
+        fail(error)
     print(table(result))
     text = json.dumps(result, indent=1) + "\n"
     if args.out:
