@@ -1,9 +1,10 @@
-// The needle pass: needle probes (analyzer/run/sequences/needles.h) at each probe length, depth by
-// depth, through the instrumented model twice per batch: once for the model's predictions, which
-// say where it copies the needle (its copy events), then, when it copied any, with those events to
-// a retrieval classifier of the (length, depth) cell's own, whose hits are the cell's per-head grid
-// and whose statistics are then added to the run's retrieval classifier. A cell stops by the cost
-// plan (needle_cell_done). A causal model with logits only; shard 0 only.
+// The needle pass: needle probes (analyzer/run/sequences/needles.h) at each probe length, through
+// the instrumented model once for the model's predictions, which say where it copies the needle
+// (its copy events), then, for each probe where it copied any, again with those events to a
+// retrieval classifier of the (length, depth) cell's own, whose hits are the cell's per-head grid
+// and whose statistics are then added to the run's retrieval classifier. A length runs its probes
+// round by round as the cost plan says (NeedleLengthPlan, needle_plan.h), each round in batches of
+// at most --batch-size for the predictions. A causal model with logits only; shard 0 only.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -148,10 +149,11 @@ class NeedlePass : public Pass {
       batch.push_back(set.sequence(index.haystack, index.depth, state.text.shape));
       probes.push_back(&set.probe(index.haystack, index.depth));
     }
-    const ForwardOutput predicted = state.forward(batch, std::nullopt, batch_index_, nullptr);
+    ForwardOutput predicted = state.forward(batch, std::nullopt, batch_index_, nullptr);
     if (!predicted.logits) throw InputError("the model returned no logits for the needle probes");
     std::vector<std::int64_t> events;
     const at::Tensor targets = needle_targets(*predicted.logits, probes, events);
+    predicted = ForwardOutput();  // its logits [B, T, V] are not needed past the copy events
     std::int64_t batch_events = 0;
     for (std::size_t b = 0; b < indices.size(); ++b) {
       const auto depth = static_cast<std::size_t>(indices[b].depth);
