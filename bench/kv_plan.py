@@ -299,7 +299,8 @@ def measure(args, plan):
                                     "loss": statistics.fmean(s["loss"] for s in seeds), "seeds": seeds}
         results.append(row)
     return {
-        "model": str(args.model_dir), "report": str(args.report), "heldout": str(args.heldout),
+        "model": str(args.model_dir.resolve()), "report": str(args.report.resolve()),
+        "heldout": str(args.heldout.resolve()),
         "sink_size": sink, "recent_size": recent, "kv_heads": cells, "streaming_kv_heads": streaming,
         "head_compression_ratio": ratio,
         "masks": {"plan": plan.streaming_mask.int().tolist(), "on-the-fly": fly[list(plan.layers)].int().tolist(),

@@ -32,6 +32,13 @@ DESCRIPTIONS = {
 }
 
 
+HAYSTACKS = {"text": "held-back text", "random": "random tokens of the held-back text's vocabulary"}
+
+
+def _count(number, noun):
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _cell(value, digits):
     return "—" if value is None else f"{value:.{digits}f}"
 
@@ -58,7 +65,7 @@ def write_page(result, path):
     for row in result["lengths"]:
         sections.append(f'<section><h2>{row["length"]:,} tokens of context</h2>'
                         f'<p class="note">KV cache kept: {row["kv_kept"]:.3f} of the full cache; '
-                        f'{row["probes"]} needle probes, {row["loss_windows"]} loss windows</p>'
+                        f'{_count(row["probes"], "needle probe")}, {_count(row["loss_windows"], "loss window")}</p>'
                         f'{_length_table(row)}</section>')
     page = f"""<!DOCTYPE html>
 <html lang="en">
@@ -81,11 +88,12 @@ def write_page(result, path):
 {result["sink_size"]} and the last {result["recent_size"]} tokens of the context (DuoAttention's
 streaming heads, applied by kvpress); each method chooses that many heads. Needle accuracy: a needle
 of {settings["needle_tokens"]} random tokens at depths {", ".join(f"{d:.0%}" for d in settings["depths"])}
-of {settings["haystacks"]} haystack(s) of {html.escape(settings["haystack"])}; after the context its first
+of {_count(settings["haystacks"], "haystack")} of {HAYSTACKS.get(settings["haystack"], "?")};
+after the context its first
 {settings["cue"]} tokens are given and the model continues greedily: the share of the rest it
 predicts. Loss: mean next-token loss of {settings["loss_tokens"]} tokens of held-back text after the
-context, over {settings["loss_windows"]} windows. Random: {settings["seeds"]} seeds (0 … {settings["seeds"] - 1}),
-their mean. Held-back text: <code>{html.escape(result["heldout"])}</code>.</p></section>
+context, over {_count(settings["loss_windows"], "window")}. Random: {settings["seeds"]} seeds
+(0 … {settings["seeds"] - 1}), their mean. Held-back text: <code>{html.escape(result["heldout"])}</code>.</p></section>
 {chr(10).join(sections)}
 </main>
 </body>
