@@ -267,6 +267,8 @@ def measure(args, plan):
 
     model, tokenizer = load_model(args.model_dir, args.device, args.dtype)
     documents = heldout_documents(args.heldout)
+    if not documents:
+        raise InputError(f"--heldout: {args.heldout} holds no text; give held-back text, one document per line")
     streaming = int(plan.streaming_mask.sum())
     cells = plan.streaming_mask.numel()
     ratio = streaming / cells
