@@ -247,7 +247,7 @@ TEST_CASE("long lines come in parts that join to the line", "[corpus][long-lines
     CHECK_FALSE(skipping.next(next));
   }
 
-  // The parsing reader (link-grammar on its own thread) hands the long line's parts over and goes
+  // The parsing reader (link-grammar on threads of its own) hands the long line's parts over and goes
   // on after it, whether they were all read or not.
   for (const bool read_parts : {true, false}) {
     headscan::DocumentReader documents(plain, "link-grammar");

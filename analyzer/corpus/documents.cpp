@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <deque>
-#include <exception>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -42,10 +41,6 @@ void copy_counts(const TextCorpusReader& reader, DocumentCounts& counts) {
   copy_line_counts(reader.lines(), counts);
   counts.documents_read = reader.documents_read();
 }
-
-// Documents read ahead of the consumer, their parses started; bounds the memory that reading
-// ahead takes.
-constexpr std::size_t kParsedAhead = 64;
 
 }  // namespace
 
@@ -112,91 +107,53 @@ class DocumentReader::ConlluSource : public DocumentReader::Source {
   bool keep_trees_;
 };
 
-// Reads lines on the caller's thread, at most kParsedAhead documents ahead of it, and hands each
-// to the parser threads as it is read: the caller gets a document at once, its parse to come.
+// Reads lines as TextSource does and hands each to the parser threads as it is read: the caller
+// gets the document at once, its parse to come.
 class DocumentReader::ParsingSource : public DocumentReader::Source {
  public:
   ParsingSource(const std::string& path, std::optional<std::string> json_field, CorpusSlice slice,
                 std::size_t threads)
-      : reader_(path, std::move(json_field), slice), pool_(threads) {
-    read_ahead();
-  }
+      : reader_(path, std::move(json_field), slice), pool_(threads) {}
 
   std::uint64_t total_bytes() const { return reader_.total_bytes(); }
   const char* slice_mode() const { return reader_.lines().slice_mode(); }
   std::string expansion_warning() const override { return reader_.lines().expansion_warning(); }
 
   bool next(Document& document, DocumentCounts& counts) override {
-    if (reading_long_line_) {  // done with its parts: the reader reads on
-      reading_long_line_ = false;
-      long_line_ahead_ = false;
-    }
-    read_ahead();
     count_done_parses();
-    Ahead& front = ahead_.front();
-    counts = front.counts;
-    counts.sentences = sentences_;
-    counts.parsed_sentences = parsed_sentences_;
-    if (front.error) std::rethrow_exception(front.error);
-    if (front.last) return false;  // the last item stays: next() keeps answering false
-    document = std::move(front.document);
-    ahead_.pop_front();
-    reading_long_line_ = document.more;
-    if (document.pending_parse) unfinished_.push_back(document.pending_parse);
-    return true;
+    CorpusLine line;
+    const bool found = reader_.next(line);
+    if (found) {
+      // The first part of a long line is not a sentence to parse.
+      document.pending_parse = line.more ? nullptr : pool_.submit(line.text);
+      if (document.pending_parse) unfinished_.push_back(document.pending_parse);
+      document.text = std::move(line.text);
+      document.line_number = line.line_number;
+      document.chunk = line.chunk;
+      document.parse = nullptr;
+      document.more = line.more;
+    }
+    set_counts(counts);
+    return found;
   }
 
-  // Nothing is read ahead past a long line (Document::more) until the caller is done with it.
   bool next_part(std::string& part, DocumentCounts& counts) override {
-    if (!reading_long_line_) return false;
     const bool found = reader_.next_part(part);
-    copy_counts(reader_, counts);
-    counts.sentences = sentences_;
-    counts.parsed_sentences = parsed_sentences_;
+    set_counts(counts);
     return found;
   }
 
   void finish_parses(DocumentCounts& counts) override {
     for (const std::shared_ptr<PendingParse>& pending : unfinished_) add_counts(pending->get());
     unfinished_.clear();
-    counts.sentences = sentences_;
-    counts.parsed_sentences = parsed_sentences_;
+    set_counts(counts);
   }
 
  private:
-  // A document read ahead, with the reader's counts after it; or the end of the corpus, or the
-  // error reading met there.
-  struct Ahead {
-    Document document;
-    DocumentCounts counts;
-    bool last = false;
-    std::exception_ptr error;
-  };
-
-  void read_ahead() {
-    while (!ended_ && !long_line_ahead_ && ahead_.size() < kParsedAhead) {
-      Ahead item;
-      try {
-        CorpusLine line;
-        if (reader_.next(line)) {
-          // The first part of a long line is not a sentence to parse.
-          if (!line.more) item.document.pending_parse = pool_.submit(line.text);
-          item.document.line_number = line.line_number;
-          item.document.chunk = line.chunk;
-          item.document.more = line.more;
-          item.document.text = std::move(line.text);
-          long_line_ahead_ = line.more;
-        } else {
-          item.last = true;
-        }
-        copy_counts(reader_, item.counts);
-      } catch (...) {
-        item.error = std::current_exception();
-        item.last = true;
-      }
-      ended_ = item.last;
-      ahead_.push_back(std::move(item));
-    }
+  void set_counts(DocumentCounts& counts) const {
+    copy_counts(reader_, counts);
+    counts.sentences = sentences_;
+    counts.parsed_sentences = parsed_sentences_;
   }
 
   void add_counts(const LineParse& parse) {
@@ -214,10 +171,6 @@ class DocumentReader::ParsingSource : public DocumentReader::Source {
 
   TextCorpusReader reader_;
   ParsePool pool_;
-  std::deque<Ahead> ahead_;
-  bool ended_ = false;
-  bool long_line_ahead_ = false;    // a long line was read: the reader waits until its parts are
-  bool reading_long_line_ = false;  // the caller holds the long line: next_part() reads its parts
   std::deque<std::shared_ptr<PendingParse>> unfinished_;  // handed out, not yet counted
   std::int64_t sentences_ = 0;
   std::int64_t parsed_sentences_ = 0;
