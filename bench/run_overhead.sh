@@ -125,24 +125,8 @@ corpus="$work/corpus.txt"
 common=(--threads "$threads" --batch-size "$batch_size")
 [[ -n "$max_length" ]] && common+=(--max-length "$max_length")
 
-# Share of all CPUs busy over one second, in percent (from /proc/stat).
-cpu_busy() {
-  local a b
-  a=($(head -n 1 /proc/stat)); sleep 1; b=($(head -n 1 /proc/stat))
-  local idle=$(( (b[4] + b[5]) - (a[4] + a[5]) )) total=0 i
-  for ((i = 1; i < ${#a[@]}; ++i)); do total=$(( total + b[i] - a[i] )); done
-  echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
-}
-
-# Waits up to $wait_idle seconds for the machine to be idle; prints the busy share it saw last.
-settle() {
-  local waited=0 busy
-  busy="$(cpu_busy)"
-  while (( busy >= 10 && waited < wait_idle )); do
-    sleep 4; waited=$(( waited + 5 )); busy="$(cpu_busy)"
-  done
-  echo "$busy"
-}
+# cpu_busy and settle: waiting for an idle machine before each run.
+source "$here/idle.sh"
 
 # run NAME COMMAND...: one measured run; appends "wall cpu kib" to $work/NAME.times.
 run() {
