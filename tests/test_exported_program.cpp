@@ -182,6 +182,45 @@ TEST_CASE("an exported program's attention in blocks of 7 rows equals it unblock
   CHECK((blocked_logits - whole_logits).abs().max().item<double>() < 1e-5);
 }
 
+// What the corpus pass does (RunState::observe): its callback throws after the last layer's last
+// block, which unwinds the model's forward there. The exception comes back with its type, and the
+// model then runs as before: NativeRT's and TorchScript's state survives the unwinding.
+TEST_CASE("a forward stopped by its callback after the last attention block runs the same afterwards",
+          "[exported][e2e]") {
+  struct Stopped : std::exception {};
+  for (const char* name : {"pt2_sdpa.pt2", "pt2_sdpa.pt", "pt2_eager.pt2"}) {
+    INFO(name);
+    const auto model = InstrumentedModel::load(fixture(name));
+    torch::jit::Module reference = torch::jit::load(fixture("pt2_reference.pt"));
+    const at::Tensor ids = reference.attr("ids_40").toTensor();
+    const at::Tensor mask = reference.attr("mask_40").toTensor();
+    at::Tensor logits_before;
+    const std::vector<at::Tensor> before = captured(*model, ids, mask, nullptr, nullptr, &logits_before);
+    REQUIRE(before.size() == 2);
+    for (const std::int64_t rows : {std::int64_t{7}, std::int64_t{0}}) {
+      model->set_attention_block(rows);
+      for (int call = 0; call < 3; ++call) {
+        std::vector<std::int64_t> last_rows;
+        CHECK_THROWS_AS(model->forward(ids, &mask,
+                                       [&](int layer, const at::Tensor& attention, std::int64_t first_row) {
+                                         if (layer != 1) return;
+                                         last_rows.push_back(first_row);
+                                         if (first_row + attention.size(2) == ids.size(1)) throw Stopped();
+                                       }),
+                        Stopped);
+        CHECK(!last_rows.empty());
+      }
+    }
+    model->set_attention_block(0);
+    at::Tensor logits_after;
+    const std::vector<at::Tensor> after = captured(*model, ids, mask, nullptr, nullptr, &logits_after);
+    REQUIRE(after.size() == 2);
+    for (std::size_t layer = 0; layer < 2; ++layer) CHECK((after[layer] - before[layer]).abs().max().item<double>() == 0);
+    REQUIRE(logits_after.defined());
+    CHECK((logits_after - logits_before).abs().max().item<double>() == 0);
+  }
+}
+
 TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads.json", "[exported][e2e]") {
   TempDir dir;
   const std::string corpus = dir.write("corpus.txt", word_corpus({30, 12, 50, 7, 41, 25, 33, 60}));

@@ -1,6 +1,7 @@
 #include "analyzer/run/run_state.h"
 
 #include <algorithm>
+#include <exception>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,12 @@
 
 namespace headscan {
 namespace {
+
+// Thrown by the attention callback of RunState::observe after the last attention layer's last
+// block: it unwinds the model's forward (the capture hands it back with its type) to forward_call.
+struct ForwardStopped : std::exception {
+  const char* what() const noexcept override { return "the forward stopped after its last attention layer"; }
+};
 
 // Counts a long document into `counted` part by part (kLinePartBytes), without holding its tokens:
 // the parts of the text it holds, then those the reader gives. Returns whether it had any token.
@@ -122,6 +129,18 @@ std::int64_t RunState::min_columns() const {
 ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                                 std::int64_t batch_index, std::vector<ExampleSequence>* examples,
                                 ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit) {
+  return forward_call(batch, feeds, batch_index, examples, target, scales, edit, /*stop_after_attention=*/false);
+}
+
+void RunState::observe(const std::vector<Sequence>& batch, BatchSource feeds, std::int64_t batch_index,
+                       std::vector<ExampleSequence>* examples, ClassifierSet* target) {
+  forward_call(batch, feeds, batch_index, examples, target, nullptr, nullptr, /*stop_after_attention=*/true);
+}
+
+ForwardOutput RunState::forward_call(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
+                                     std::int64_t batch_index, std::vector<ExampleSequence>* examples,
+                                     ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit,
+                                     bool stop_after_attention) {
   if (options.check_interrupt) options.check_interrupt();
   ClassifierSet& observers = target != nullptr ? *target : classifiers;
   const BatchTensors tensors = to_tensors(batch, pad_id, idf_table, model->device(), min_columns());
@@ -153,8 +172,8 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
                              needle_targets.defined() ? &needle_targets : nullptr};
   observers.begin_batch();
   const bool recording = record_examples && examples != nullptr;
-  ForwardOutput output = model->forward(tensors.ids, &tensors.mask, [&](int layer, const at::Tensor& attention,
-                                                                        std::int64_t first_row) {
+  const std::int64_t rows = tensors.ids.size(1);
+  const AttentionCallback on_attention = [&](int layer, const at::Tensor& attention, std::int64_t first_row) {
     if (layer >= shape.layers || attention.size(1) != shape.heads) {
       throw InputError(fmt::format(
           "the model produced attention for layer {} with {} heads, but the first sequence showed {} layers "
@@ -172,15 +191,23 @@ ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optiona
       block.first_row = first_row;
       observers.observe(layer, attention, block);
     }
-    if (!recording) return;
-    for (std::size_t b = 0; b < batch.size(); ++b) {
+    for (std::size_t b = 0; recording && b < batch.size(); ++b) {
       const int example = batch[b].example;
       if (example >= 0 && example < static_cast<int>(examples->size())) {
         record_example_attention((*examples)[static_cast<std::size_t>(example)], layer,
                                  attention[static_cast<std::int64_t>(b)], first_row);
       }
     }
-  }, scales, edit);
+    if (stop_after_attention && layer == shape.layers - 1 && first_row + attention.size(2) == rows) {
+      throw ForwardStopped();
+    }
+  };
+  ForwardOutput output;
+  try {
+    output = model->forward(tensors.ids, &tensors.mask, on_attention, scales, edit);
+  } catch (const ForwardStopped&) {
+    // Every layer's attention has been read; the rest of the forward is not needed.
+  }
   observers.end_batch();
   return output;
 }

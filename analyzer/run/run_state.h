@@ -111,6 +111,17 @@ struct RunState {
                         std::int64_t batch_index, std::vector<ExampleSequence>* examples,
                         ClassifierSet* target = nullptr, const HeadScales* scales = nullptr,
                         const AttentionEdit* edit = nullptr);
+  // forward() for a pass that reads the attention only, not the model's output (the corpus pass):
+  // the forward call stops once the last attention layer's last block has been read, so what the
+  // model computes after it (the last layer's MLP, the final norm, the vocabulary projection: half
+  // the work of a GPT-2-shaped model) is never run.
+  void observe(const std::vector<Sequence>& batch, BatchSource feeds, std::int64_t batch_index,
+               std::vector<ExampleSequence>* examples, ClassifierSet* target = nullptr);
+
+ private:
+  ForwardOutput forward_call(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
+                             std::int64_t batch_index, std::vector<ExampleSequence>* examples, ClassifierSet* target,
+                             const HeadScales* scales, const AttentionEdit* edit, bool stop_after_attention);
 };
 
 }  // namespace headscan

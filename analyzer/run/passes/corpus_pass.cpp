@@ -40,7 +40,7 @@ class CorpusPass : public Pass {
       for (const auto& batch : batches) prefer_parses(batch);
       for (const auto& batch : batches) {
         try {
-          state.forward(batch, feeds(), batch_index++, &state.corpus_examples);
+          state.observe(batch, *feeds(), batch_index++, &state.corpus_examples);
         } catch (...) {
           rethrow_with_context(fmt::format("{} (corpus line {}): ", state.model->path(), batch.front().line_number));
         }

@@ -165,7 +165,7 @@ class NeedlePass : public Pass {
       // Without a copy event the probe adds nothing to any head's hits or events: no second call.
       if (events[b] == 0) continue;
       state.needle_targets = targets.narrow(/*dim=*/0, static_cast<std::int64_t>(b), 1);
-      state.forward({batch[b]}, feeds(), batch_index_++, nullptr, cells[depth].get());
+      state.observe({batch[b]}, *feeds(), batch_index_++, nullptr, cells[depth].get());
     }
     return batch_events;
   }
