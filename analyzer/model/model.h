@@ -94,6 +94,10 @@ class InstrumentedModel {
   // blocks of query rows (eager_attention.h); the others are softmaxes the model materialises
   // whole, [B, H, T, T] per layer, whose memory grows with T².
   virtual int blockwise_attention_count() const = 0;
+  // Whether each of the softmax_count() nodes runs exactly once per forward call: none is inside a
+  // loop or a branch of the graph. Then, when softmax_count() is the number of attention layers
+  // every input shows, the last attention layer's last block ends the attention of the call.
+  virtual bool attention_runs_once() const = 0;
   std::string capture_method() const;  // "graph" or "outputs" (HF-style returned attentions)
   // The dtype the model runs in: that of most of its floating-point parameters ("float32",
   // "bfloat16", "float16", "float64").

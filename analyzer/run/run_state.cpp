@@ -173,6 +173,10 @@ ForwardOutput RunState::forward_call(const std::vector<Sequence>& batch, std::op
   observers.begin_batch();
   const bool recording = record_examples && examples != nullptr;
   const std::int64_t rows = tensors.ids.size(1);
+  // Only where no other attention can follow the last layer's: every attention node of the graph
+  // runs once per call, and there are as many as the layers the first sequence showed (a model
+  // whose depth depends on its input keeps running whole, and is refused when it breaks the shape).
+  stop_after_attention = stop_after_attention && model->attention_runs_once() && model->softmax_count() == shape.layers;
   const AttentionCallback on_attention = [&](int layer, const at::Tensor& attention, std::int64_t first_row) {
     if (layer >= shape.layers || attention.size(1) != shape.heads) {
       throw InputError(fmt::format(

@@ -91,6 +91,8 @@ class ExportedProgram final : public InstrumentedModel {
   std::string forward_schema() const override { return state_.setting.schema; }
   int softmax_count() const override { return state_.program.observers + state_.program.attention; }
   int blockwise_attention_count() const override { return state_.program.attention; }
+  // An exported program is one straight-line graph: each of its nodes runs once per call.
+  bool attention_runs_once() const override { return true; }
   std::string dtype() const override { return state_.setting.dtype; }
   const c10::Device& device() const override { return state_.setting.device; }
   std::string gradient_limit() const override { return kNoGradients; }

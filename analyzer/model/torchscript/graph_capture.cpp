@@ -156,12 +156,15 @@ InstrumentationSummary instrument_graph(torch::jit::Graph& graph) {
   InstrumentationSummary summary;
   for (torch::jit::Node* node : nodes) {
     const auto kind = node->kind();
+    const bool nested = node->owningBlock() != graph.block();
     if (kind == sdpa && rewrite_scaled_dot_product_attention(graph, node)) {
       ++summary.rewritten_attention;
+      if (nested) ++summary.nested_attention;
     } else if ((kind == softmax || kind == private_softmax) && node->inputs().size() >= 2 &&
         node->input(1)->type()->kind() == c10::TypeKind::IntType) {
       insert_softmax_observer(graph, node);
       ++summary.softmax_nodes;
+      if (nested) ++summary.nested_attention;
     } else if (is_fused_attention(node) || kind == sdpa) {  // an SDPA overload it cannot rewrite stops the run too
       torch::jit::WithInsertPoint point(node);
       torch::jit::Value* name = graph.insertConstant(std::string(kind.toQualString()));

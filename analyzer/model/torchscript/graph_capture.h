@@ -23,6 +23,7 @@ namespace headscan {
 struct InstrumentationSummary {
   int softmax_nodes = 0;           // aten::softmax nodes observed
   int rewritten_attention = 0;     // aten::scaled_dot_product_attention nodes in eager form
+  int nested_attention = 0;        // of those two kinds, the nodes inside a loop or a branch
   int embedding_guards = 0;
   std::vector<std::string> fused_ops;  // kinds of fused attention ops found (maybe never run)
 };

@@ -157,6 +157,7 @@ class TorchScriptModel final : public InstrumentedModel {
     return state_.instrumentation.softmax_nodes + state_.instrumentation.rewritten_attention;
   }
   int blockwise_attention_count() const override { return state_.instrumentation.rewritten_attention; }
+  bool attention_runs_once() const override { return state_.instrumentation.nested_attention == 0; }
   std::string dtype() const override { return state_.setting.dtype; }
   const c10::Device& device() const override { return state_.setting.device; }
   std::string gradient_limit() const override { return ""; }
