@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import html
 import io
@@ -142,6 +143,18 @@ class _TqdmProgress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+@contextlib.contextmanager
+def _progress_callback(progress: Union[bool, Callable]):
+    """``progress=`` as the core calls it: the callable given, a tqdm bar for True, or None; a bar is
+    closed when the run ends, also when it raised (no bar is left open)."""
+    callback = progress if callable(progress) else (_tqdm_progress() if progress else None)
+    try:
+        yield callback
+    finally:
+        if isinstance(callback, _TqdmProgress):
+            callback.close()
 
 
 def _tqdm_progress() -> Optional[_TqdmProgress]:
@@ -297,13 +310,9 @@ def _run(model: Any, corpus: Any, progress: Union[bool, Callable], metadata: Opt
                             f"not {type(tokenizer).__name__}")
         tokenizer_json = backend.to_str()
         options = {key: value for key, value in options.items() if key != "tokenizer"}
-    callback = progress if callable(progress) else (_tqdm_progress() if progress else None)
-    try:
+    with _progress_callback(progress) as callback:
         result = _core.scan(model, corpus, _flags(options), callback,
                             json.dumps(dict(metadata)) if metadata else "", tokenizer_json, model_name)
-    finally:
-        if isinstance(callback, _TqdmProgress):
-            callback.close()  # a run that raised leaves no bar open
     report = Report(result)
     _warn(report.warnings)
     return report

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
-from ._api import _PATH_ADVICE, _TqdmProgress, _flags, _threshold_texts, _tqdm_progress, _utf8, _warn
+from ._api import _PATH_ADVICE, _flags, _progress_callback, _threshold_texts, _utf8, _warn
 
 
 def _shard_text(shard: Union[Tuple[int, int], str]) -> str:
@@ -46,12 +46,8 @@ def run_shard(model: Union[str, os.PathLike], corpus: Union[str, os.PathLike], *
     flags += ["--shard", _shard_text(shard), "-o", _utf8(os.fspath(output), "output", _PATH_ADVICE)]
     if force:
         flags.append("--force")
-    callback = progress if callable(progress) else (_tqdm_progress() if progress else None)
-    try:
+    with _progress_callback(progress) as callback:
         summary = _core.run_shard(model, corpus, flags, callback)
-    finally:
-        if isinstance(callback, _TqdmProgress):
-            callback.close()
     _warn(summary["warnings"])
     return Path(output)
 
