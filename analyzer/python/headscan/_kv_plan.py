@@ -44,21 +44,26 @@ def read_plan(report: Any, head_compression_ratio: Optional[float] = None) -> KV
         return _plan_of_files(directory, source)
     plan = document.get("kv_plan")
     if not isinstance(plan, dict):
-        causal = document.get("model", {}).get("causal")
+        model = document.get("model")
+        causal = model.get("causal") if isinstance(model, dict) else None
         why = "the model is not causal (model.causal is false), and a bidirectional model keeps no KV cache" \
             if causal is False else "a report of a causal model has one"
         raise ValueError(f"{source}: heads.json has no kv_plan, so there is no KV-cache plan to apply ({why}); give "
                          "the report of a causal model, as headscan wrote it")
     layers, model_layers = _attention_layers(document, source)
+    query_heads, kv_heads = _heads_per_layer(document, source)
     full = _matrix(plan.get("full_attention_heads"), f"{source}: kv_plan.full_attention_heads")
     if len(full) != len(layers):
         raise ValueError(f"{source}: kv_plan.full_attention_heads has {len(full)} rows but model.layers lists "
                          f"{len(layers)} attention layers; give heads.json as headscan wrote it")
+    if len(full[0]) != kv_heads:
+        raise ValueError(f"{source}: kv_plan.full_attention_heads has rows of {len(full[0])} key/value heads but "
+                         f"model.kv_heads is {kv_heads}; give heads.json as headscan wrote it")
     sink, recent = _window(plan, f"{source}: kv_plan")
     if head_compression_ratio is None:
-        mask = torch.tensor(full, dtype=torch.int64).eq(0) if full else torch.zeros(0, 0, dtype=torch.bool)
+        mask = torch.tensor(full, dtype=torch.int64).eq(0)
     else:
-        mask = _most_streaming(document, layers, len(full[0]) if full else 0, head_compression_ratio, source)
+        mask = _most_streaming(document, layers, query_heads, kv_heads, head_compression_ratio, source)
     return KVPlan(mask, sink, recent, tuple(layers), model_layers, source)
 
 
@@ -99,27 +104,33 @@ def _read_json(path: Path) -> dict:
 
 def _plan_of_files(directory: Path, source: str) -> KVPlan:
     """DuoAttention's two files: full_attention_heads.tsv (1 = full) and config.json."""
+    tsv = f"{source}/full_attention_heads.tsv"
     try:
-        rows = [line.split("\t") for line in (directory / "full_attention_heads.tsv").read_text().splitlines()]
+        rows = [line.split("\t") for line in (directory / "full_attention_heads.tsv").read_text("utf-8").splitlines()]
         full = [[int(value) for value in row] for row in rows if row != [""]]
     except ValueError as error:
-        raise ValueError(f"{source}/full_attention_heads.tsv: not rows of tab-separated 0 and 1 ({error})") from error
-    full = _matrix(full, f"{source}/full_attention_heads.tsv")
+        raise ValueError(f"{tsv}: not rows of tab-separated 0 and 1 ({error})") from error
+    full = _matrix(full, tsv)
     config = _read_json(directory / "config.json")
     sink, recent = _window(config, f"{source}/config.json")
     # Without "layers" the rows are every layer of the model; with it, the model's other layers are unknown.
     layers = config.get("layers", list(range(len(full))))
-    if not isinstance(layers, list) or len(layers) != len(full) or not all(_whole(v) for v in layers):
+    if not isinstance(layers, list) or len(layers) != len(full) or not all(_whole(v) and v >= 0 for v in layers) \
+            or len(set(layers)) != len(layers):
         raise ValueError(f"{source}/config.json: layers must list the model's index of each of the TSV's "
-                         f"{len(full)} rows, found {layers!r}")
-    mask = torch.tensor(full, dtype=torch.int64).eq(0) if full else torch.zeros(0, 0, dtype=torch.bool)
+                         f"{len(full)} rows (distinct whole numbers ≥ 0), found {layers!r:.200}")
+    mask = torch.tensor(full, dtype=torch.int64).eq(0)
     return KVPlan(mask, sink, recent, tuple(layers), None if "layers" in config else len(full), source)
 
 
 def _matrix(rows: Any, where: str) -> list:
-    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows) or \
-            len({len(row) for row in rows}) > 1 or not all(value in (0, 1) for row in rows for value in row):
-        raise ValueError(f"{where}: must be rows of equal length of 1 (full) or 0 (streaming), found {rows!r:.200}")
+    """DuoAttention's full_attention_heads: a row per attention layer, a 1 (full) or 0 (streaming)
+    per key/value head, at least one of each."""
+    if not isinstance(rows, list) or not rows or not all(isinstance(row, list) and row for row in rows) or \
+            len({len(row) for row in rows}) > 1 or \
+            not all(_whole(value) and value in (0, 1) for row in rows for value in row):
+        raise ValueError(f"{where}: must be rows (one per attention layer) of equal length (one per key/value head, "
+                         f"at least one) of 1 (full) or 0 (streaming), found {rows!r:.200}")
     return rows
 
 
@@ -135,43 +146,104 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _model(document: dict, source: str) -> dict:
+    model = document.get("model")
+    if not isinstance(model, dict):
+        raise ValueError(f"{source}: model must be an object (the model's shape), found {model!r:.200}; give heads.json "
+                         "as headscan wrote it")
+    return model
+
+
 def _attention_layers(document: dict, source: str) -> tuple:
     """(the model's index of each plan row, the model's number of layers): model.layers' entries of
     kind "attention" and their count, or rows 0 … n−1 of n layers when heads.json gives only their
     number (the model's own numbering unknown)."""
-    layers = document.get("model", {}).get("layers")
-    if _whole(layers):
+    layers = _model(document, source).get("layers")
+    if _whole(layers) and layers >= 1:
         return list(range(layers)), layers
     if not isinstance(layers, list) or not all(isinstance(entry, dict) for entry in layers):
-        raise ValueError(f"{source}: model.layers must be the number of attention layers or the list of the model's "
-                         f"layers, found {layers!r:.200}; give heads.json as headscan wrote it")
-    return [entry.get("index") for entry in layers if entry.get("kind") == "attention"], len(layers)
+        raise ValueError(f"{source}: model.layers must be the number of attention layers (at least 1) or the list of "
+                         f"the model's layers, found {layers!r:.200}; give heads.json as headscan wrote it")
+    indices = [entry.get("index") for entry in layers if entry.get("kind") == "attention"]
+    if not indices or not all(_whole(index) and 0 <= index < len(layers) for index in indices) or \
+            len(set(indices)) != len(indices):
+        raise ValueError(f"{source}: model.layers' entries of kind \"attention\" must have distinct indices from 0 to "
+                         f"{len(layers) - 1} (its {len(layers)} layers), and at least one, found {indices!r:.200}; give "
+                         "heads.json as headscan wrote it")
+    return indices, len(layers)
 
 
-def _most_streaming(document: dict, layers: list, kv_heads: int, ratio: Union[float, int], source: str) -> torch.Tensor:
+def _heads_per_layer(document: dict, source: str) -> tuple:
+    """(query heads, key/value heads) per attention layer: model.heads and model.kv_heads (as many
+    as the query heads when heads.json does not say, as headscan reads it)."""
+    model = _model(document, source)
+    query_heads = model.get("heads")
+    kv_heads = model.get("kv_heads", query_heads)
+    if not _whole(query_heads) or query_heads < 1:
+        raise ValueError(f"{source}: model.heads must be the number of query heads per layer, a whole number ≥ 1, "
+                         f"found {query_heads!r:.200}; give heads.json as headscan wrote it")
+    if not _whole(kv_heads) or kv_heads < 1 or query_heads % kv_heads:
+        raise ValueError(f"{source}: model.kv_heads must be a whole number ≥ 1 that divides model.heads "
+                         f"({query_heads}), found {kv_heads!r:.200}; give heads.json as headscan wrote it")
+    return query_heads, kv_heads
+
+
+def _streaming_scores(document: dict, layers: list, query_heads: int, kv_heads: int, source: str) -> list:
+    """[rows][key/value heads]: the least ``scores.streaming`` of each key/value head's query heads
+    (−inf where one is not measured: null), from heads.json's ``heads`` (attention layers × model.heads
+    entries, each (layer, head) once; a streaming score is null or a share, in [0, 1])."""
+    heads = document.get("heads")
+    if not isinstance(heads, list) or len(heads) != len(layers) * query_heads:
+        found = f"{len(heads)} entries" if isinstance(heads, list) else repr(heads)[:200]
+        raise ValueError(f"{source}: heads must list {len(layers)} attention layers × {query_heads} heads = "
+                         f"{len(layers) * query_heads} heads (model.layers, model.heads), found {found}; give "
+                         "heads.json as headscan wrote it")
+    row_of = {layer: row for row, layer in enumerate(layers)}
+    group = query_heads // kv_heads
+    scores = [[None] * kv_heads for _ in layers]
+    seen = set()
+    for position, head in enumerate(heads):
+        where = f"{source}: heads[{position}]"
+        if not isinstance(head, dict):
+            raise ValueError(f"{where} must be an object, found {head!r:.200}")
+        layer, index = head.get("layer"), head.get("head")
+        if not _whole(layer) or layer not in row_of or not _whole(index) or not 0 <= index < query_heads:
+            raise ValueError(f"{where}: layer must be an attention layer of model.layers ({layers!r:.200}) and head "
+                             f"one from 0 to {query_heads - 1}, found layer {layer!r:.100} and head {index!r:.100}")
+        if (layer, index) in seen:
+            raise ValueError(f"{where}: layer {layer} head {index} is listed twice; give heads.json as headscan "
+                             "wrote it")
+        seen.add((layer, index))
+        kv_head = head.get("kv_group", index // group)
+        if not _whole(kv_head) or not 0 <= kv_head < kv_heads:
+            raise ValueError(f"{where}.kv_group must be a key/value head from 0 to {kv_heads - 1} (model.kv_heads), "
+                             f"found {kv_head!r:.100}")
+        measured = head.get("scores")
+        if not isinstance(measured, dict):
+            raise ValueError(f"{where}.scores must be an object, found {measured!r:.200}")
+        score = measured.get("streaming")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or
+                                  not 0 <= score <= 1):  # NaN fails both comparisons
+            raise ValueError(f"{where}.scores.streaming must be null or the share of attention the sink and window "
+                             f"keep, from 0 to 1, found {score!r:.100}; give heads.json as headscan wrote it")
+        score = -math.inf if score is None else float(score)
+        cell = scores[row_of[layer]][kv_head]
+        scores[row_of[layer]][kv_head] = score if cell is None else min(cell, score)
+    return scores
+
+
+def _most_streaming(document: dict, layers: list, query_heads: int, kv_heads: int, ratio: Union[float, int],
+                    source: str) -> torch.Tensor:
     """The round(ratio · rows · kv_heads) key/value heads of highest streaming score. A key/value
     head's score is the least of its query heads' ``streaming`` scores: its cache is shared, so it
     keeps no more of the attention than its least local query head does (the plan's own rule, full
     when any query head is full, is the same grouping). Ties go to the earlier layer, then head."""
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1 or math.isnan(ratio):
         raise ValueError(f"head_compression_ratio must be a number from 0 to 1, found {ratio!r}")
-    row_of = {layer: row for row, layer in enumerate(layers)}
-    query_heads = document.get("model", {}).get("heads")
-    group = max(1, query_heads // kv_heads) if _whole(query_heads) and kv_heads > 0 else 1
-    # A head without a score (none measured) is never streaming before a measured one.
-    scores = [[None] * kv_heads for _ in layers]
-    for head in document.get("heads", []):
-        row = row_of.get(head.get("layer"))
-        kv_head = head.get("kv_group", head.get("head", 0) // group)
-        if row is None or not _whole(kv_head) or not 0 <= kv_head < kv_heads:
-            continue
-        score = head.get("scores", {}).get("streaming")
-        score = -math.inf if score is None else float(score)
-        cell = scores[row][kv_head]
-        scores[row][kv_head] = score if cell is None else min(cell, score)
-    flat = [-math.inf if score is None else score for row in scores for score in row]
+    # A key/value head without a score (none measured) is never streaming before a measured one.
+    flat = [score for row in _streaming_scores(document, layers, query_heads, kv_heads, source) for score in row]
     if all(score == -math.inf for score in flat):
-        note = document.get("kv_plan", {}).get("note", "no head has a streaming score")
+        note = document["kv_plan"].get("note", "no head has a streaming score")
         raise ValueError(f"{source}: head_compression_ratio ranks key/value heads by their streaming scores, and this "
                          f"report has none ({note})")
     chosen = round(len(flat) * ratio)

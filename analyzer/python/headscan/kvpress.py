@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from ._kv_plan import KVPlan, read_plan
+from ._kv_plan import KVPlan, _whole, read_plan
 
 KVPRESS_VERSION = "0.5.5"
 _INSTALL = f"pip install headscan[kvpress] (kvpress=={KVPRESS_VERSION}, which needs transformers<5.3)"
@@ -64,12 +64,16 @@ def press_from_mask(mask: torch.Tensor, sink_size: int, recent_size: int, *, lay
     random streaming heads at the plan's compression). ``layers``: the model's layer index of each
     row (default: row i is layer i); ``model_layers``: the model's number of layers, checked when
     the press is applied (default: the rows' number without ``layers``, unchecked with them)."""
-    mask = torch.as_tensor(mask)
-    if mask.dim() != 2 or mask.dtype != torch.bool:
-        raise ValueError(f"{source}: the streaming mask must be bool [layers, key/value heads], got {mask.dtype} "
-                         f"{list(mask.shape)}")
+    try:
+        mask = torch.as_tensor(mask)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise ValueError(f"{source}: the streaming mask must be bool [layers, key/value heads], found {mask!r:.200} "
+                         f"({error})") from error
+    if mask.dim() != 2 or mask.dtype != torch.bool or 0 in mask.shape:
+        raise ValueError(f"{source}: the streaming mask must be bool [layers, key/value heads], at least one of each, "
+                         f"got {mask.dtype} {list(mask.shape)}")
     for name, value, least in (("sink_size", sink_size, 0), ("recent_size", recent_size, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        if not _whole(value) or value < least:
             # recent_size 0 would make kvpress's slice [sink:-recent] empty: nothing would be masked.
             raise ValueError(f"{name} must be a whole number ≥ {least}, found {value!r}")
     if layers is None:
@@ -77,6 +81,12 @@ def press_from_mask(mask: torch.Tensor, sink_size: int, recent_size: int, *, lay
     layers = tuple(layers)
     if len(layers) != mask.shape[0]:
         raise ValueError(f"{source}: {len(layers)} layer indices for a mask of {mask.shape[0]} rows")
+    if not all(_whole(index) and index >= 0 for index in layers) or len(set(layers)) != len(layers):
+        raise ValueError(f"{source}: layers must be the model's distinct index (a whole number ≥ 0) of each row, "
+                         f"found {list(layers)!r:.200}")
+    if model_layers is not None and (not _whole(model_layers) or model_layers < len(layers)):
+        raise ValueError(f"{source}: model_layers must be the model's number of layers, at least the mask's "
+                         f"{len(layers)} rows, found {model_layers!r:.100}")
     return _kvpress_press_class()(plan_mask=mask.clone(), plan_layers=layers, plan_sink_size=sink_size,
                                   plan_recent_size=recent_size, plan_model_layers=model_layers, plan_source=source)
 
