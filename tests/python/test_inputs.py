@@ -1,6 +1,7 @@
 """What scan() and compare() are given: an iterable of strings pulled only as far as the run reads,
-Ctrl-C while it is pulled, text UTF-8 cannot encode, and compare()'s steps and runs checked as
-``headscan compare`` checks them. Run by tests/python/run.sh with the installed wheel."""
+Ctrl-C while it is pulled, text UTF-8 cannot encode, a model of a kind scan() does not take, and
+compare()'s steps and runs checked as ``headscan compare`` checks them. Run by tests/python/run.sh
+with the installed wheel."""
 
 import itertools
 import os
@@ -108,6 +109,21 @@ def test_text_utf8_cannot_encode_is_an_input_error_saying_where(tmp_path, corpus
     with pytest.raises(headscan.InputError, match=r"^directory holds U\+DCE9 .* give a path that is valid UTF-8"):
         report.save(tmp_path / lone)
     assert list(tmp_path.glob("caf*")) == []
+
+
+@pytest.mark.parametrize("model", [3, b"model.pt2", None, ["model.pt2"]], ids=repr)
+def test_a_model_scan_cannot_take_is_refused_naming_all_it_takes(model):
+    """The message names every kind of model scan() takes: .pt2 and TorchScript archives, any
+    torch.nn.Module and a ScriptModule; the corpus is not pulled."""
+    def documents():
+        raise AssertionError("the corpus was pulled")
+        yield
+
+    kind = type(model).__name__
+    with pytest.raises(headscan.InputError, match=f"^model is a {kind}: give the path of an archive") as raised:
+        headscan.scan(model, documents(), progress=False)
+    for named in ("exported program .pt2", "TorchScript .pt", "torch.nn.Module", "torch.jit.ScriptModule"):
+        assert named in str(raised.value), (named, str(raised.value))
 
 
 @pytest.fixture(scope="module")

@@ -50,6 +50,9 @@ def _utf8(text: Any, where: str, what_to_do: str = 'decode the text with errors=
 
 
 _PATH_ADVICE = "give a path that is valid UTF-8 (rename the file or folder)"
+_MODEL_ADVICE = ("give the path of an archive (an exported program .pt2, from headscan export or headscan.export, or "
+                 "a TorchScript .pt), a torch.nn.Module (a transformers model as loaded: scan() exports it in memory) "
+                 "or a torch.jit.ScriptModule (what torch.jit.trace or torch.jit.script returns)")
 
 
 def _check_metadata(value: Any, where: str) -> None:
@@ -244,13 +247,19 @@ def _attention_layers(model: dict) -> int:
     return sum(layer["kind"] == "attention" for layer in layers) if isinstance(layers, list) else layers
 
 
-def _live_module(model: Any) -> bool:
-    """A torch.nn.Module that is not a ScriptModule (scan() exports it); torch is imported already."""
+def _module(model: Any) -> bool:
+    """A torch.nn.Module, a ScriptModule included; torch is imported already."""
     import sys
 
     torch = sys.modules.get("torch")
-    return (torch is not None and isinstance(model, torch.nn.Module)
-            and not isinstance(model, torch.jit.ScriptModule))
+    return torch is not None and isinstance(model, torch.nn.Module)
+
+
+def _live_module(model: Any) -> bool:
+    """A torch.nn.Module that is not a ScriptModule (scan() exports it)."""
+    import torch
+
+    return _module(model) and not isinstance(model, torch.jit.ScriptModule)
 
 
 def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress: Union[bool, Callable] = True,
@@ -276,6 +285,8 @@ def scan(model: Any, corpus: Union[str, os.PathLike, Iterable[str]], *, progress
     """
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
+    if not isinstance(model, str) and not _module(model):
+        raise InputError(f"model is a {type(model).__name__}: {_MODEL_ADVICE}")
     if isinstance(corpus, os.PathLike):
         corpus = os.fspath(corpus)
     _utf8(model, "model", _PATH_ADVICE)
