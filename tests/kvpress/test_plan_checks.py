@@ -20,7 +20,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 try:
     import headscan.kvpress as headscan_kvpress
-except ImportError:  # no headscan._core here: the package without its __init__, which loads the core
+except ImportError as missing:  # no wheel or no headscan._core: the package without its __init__, which loads it
+    if missing.name not in ("headscan", "headscan._core"):
+        raise
     package = types.ModuleType("headscan")
     package.__path__ = [str(ROOT / "analyzer" / "python" / "headscan")]
     sys.modules["headscan"] = package
@@ -103,7 +105,8 @@ MALFORMED = [
     (("model",), [], r"model must be an object"),
     (("model", "heads"), "4", r"model\.heads must be .* found '4'"),
     (("model", "heads"), 0, r"model\.heads must be .* found 0"),
-    (("model", "kv_heads"), 3, r"model\.kv_heads must be a whole number ≥ 1 that divides model\.heads \(4\), found 3"),
+    (("model", "kv_heads"), 3,
+     r"model\.kv_heads must be a whole number ≥ 1 that divides model\.heads \(4\), found 3"),
     (("model", "layers"), 0, r"model\.layers must be the number of attention layers \(at least 1\)"),
     (("model", "layers", 2, "index"), None, r"model\.layers' entries of kind \"attention\" .* found \[0, None\]"),
     (("model", "layers", 2, "index"), 0, r"model\.layers' entries .* distinct .* found \[0, 0\]"),
@@ -112,10 +115,12 @@ MALFORMED = [
     (("kv_plan", "full_attention_heads"), [[0, 1, 1], [1, 0, 1]],
      r"kv_plan\.full_attention_heads has rows of 3 key/value heads but model\.kv_heads is 2"),
     (("kv_plan", "full_attention_heads"), [[0], [1]], r"kv_plan\.full_attention_heads has rows of 1 key/value heads"),
-    (("kv_plan", "full_attention_heads"), [[], []], r"kv_plan\.full_attention_heads: must be rows .* found \[\[\], \[\]\]"),
+    (("kv_plan", "full_attention_heads"), [[], []],
+     r"kv_plan\.full_attention_heads: must be rows .* found \[\[\], \[\]\]"),
     (("kv_plan", "full_attention_heads"), [], r"kv_plan\.full_attention_heads: must be rows .* found \[\]"),
     (("kv_plan", "full_attention_heads"), [[0, 1]], r"kv_plan\.full_attention_heads has 1 rows but model\.layers"),
-    (("kv_plan", "full_attention_heads"), [[0, 1], [1]], r"kv_plan\.full_attention_heads: must be rows .* of equal length"),
+    (("kv_plan", "full_attention_heads"), [[0, 1], [1]],
+     r"kv_plan\.full_attention_heads: must be rows .* of equal length"),
     (("kv_plan", "full_attention_heads"), [[0, 1.0], [1, 0]], r"kv_plan\.full_attention_heads: must be rows"),
     (("kv_plan", "full_attention_heads"), [[False, True], [True, False]],
      r"kv_plan\.full_attention_heads: must be rows"),
@@ -164,7 +169,8 @@ MALFORMED_FILES = [
     ("0\t0.5\n", WINDOW, r"full_attention_heads\.tsv: not rows of tab-separated 0 and 1"),
     (b"0\t\xff\n", WINDOW, r"full_attention_heads\.tsv: not rows of tab-separated 0 and 1"),
     ("0\t1\n", {**WINDOW, "layers": [1, 1]}, r"config\.json: layers must list .* 1 rows"),
-    ("0\t1\n1\t0\n", {**WINDOW, "layers": [1, 1]}, r"config\.json: layers must list .* 2 rows \(distinct .* found \[1, 1\]"),
+    ("0\t1\n1\t0\n", {**WINDOW, "layers": [1, 1]},
+     r"config\.json: layers must list .* 2 rows \(distinct .* found \[1, 1\]"),
     ("0\t1\n1\t0\n", {**WINDOW, "layers": [0, -2]}, r"config\.json: layers must list .* found \[0, -2\]"),
     ("0\t1\n", {**WINDOW, "layers": [0.0]}, r"config\.json: layers must list .* found \[0\.0\]"),
     ("0\t1\n", {"sink_size": 4, "recent_size": None}, r"config\.json: sink_size must be .* found 4 and None"),
