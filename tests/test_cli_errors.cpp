@@ -1,97 +1,33 @@
 // The command line's errors (DESIGN.md, "Errors and output"): bad usage or bad input exits 2 with
 // one "headscan: error: " message that names the file, what was expected, what was found and what
 // to do; no C++ backtrace; and a failed run writes nothing: no report, no staging directory, no
-// created parent, an existing directory left byte for byte as it was.
+// created parent, an existing directory left byte for byte as it was. Here: a run that succeeds,
+// --device, the model file, the tokenizer and the options; the corpus and other inputs in
+// test_cli_input_errors.cpp, the output directory in test_cli_output_errors.cpp.
 
 #include <catch2/catch.hpp>
 
-#include <sys/stat.h>
-#include <sys/wait.h>
-
-#include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 
+#include "tests/cli_error_testing.h"
 #include "tests/fixtures.h"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 using headscan::testing::CommandResult;
 using headscan::testing::fixture;
 using headscan::testing::read_json;
+using headscan::testing::run_expecting_input_error;
 using headscan::testing::run_headscan;
+using headscan::testing::slurp;
+using headscan::testing::small_corpus;
+using headscan::testing::staging_leftovers;
 using headscan::testing::TempDir;
-using headscan::testing::word_corpus;
-
-namespace {
-
-constexpr int kExitBadInput = 2;
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Every entry under `root` (hidden ones included): relative path → contents ("<dir>" for a
-// directory), to show that a failed run changed nothing.
-std::map<std::string, std::string> snapshot(const fs::path& root) {
-  std::map<std::string, std::string> entries;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    const std::string name = fs::relative(entry.path(), root).string();
-    entries[name] = entry.is_directory() ? "<dir>" : slurp(entry.path());
-  }
-  return entries;
-}
-
-// Names in `dir` that look like a staging directory (".NAME.headscan-XXXXXX").
-std::vector<std::string> staging_leftovers(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.front() == '.' && name.find(".headscan-") != std::string::npos) names.push_back(name);
-  }
-  return names;
-}
-
-// What every error shares: exit 2, nothing on stdout, one message with the prefix, no backtrace.
-void check_input_error(const CommandResult& result) {
-  INFO("stderr: " << result.err);
-  CHECK(result.exit_code == kExitBadInput);
-  CHECK(result.out.empty());
-  CHECK_THAT(result.err, StartsWith("headscan: error: "));
-  CHECK_THAT(result.err, !Contains("Exception raised from") && !Contains("frame #") && !Contains("libtorch") &&
-                             !Contains("terminate called"));
-}
-
-// Runs headscan in the directory `work` (with the report going to `output` inside it unless
-// `args` already names one), expects a bad-input error and that `work` is exactly as before.
-CommandResult run_expecting_input_error(const TempDir& work, std::vector<std::string> args,
-                                        const std::string& output = "report") {
-  args.push_back("-o");
-  args.push_back((work / output).string());
-  const auto before = snapshot(work.path());
-  const CommandResult result = run_headscan(args);
-  check_input_error(result);
-  CHECK_FALSE(fs::exists(work / output));
-  CHECK(staging_leftovers(work.path()).empty());
-  CHECK(snapshot(work.path()) == before);
-  return result;
-}
-
-std::string small_corpus(const TempDir& work) { return work.write("corpus.txt", word_corpus({6, 9, 4, 12})); }
-
-}  // namespace
 
 TEST_CASE("cli: a corpus run succeeds: exit 0 and a heads.json for every head", "[cli][errors][e2e]") {
   TempDir work;
@@ -234,117 +170,6 @@ TEST_CASE("cli: a token id beyond the embedding says the tokenizer does not matc
                              Contains("the tokenizer does not match the model") && Contains("--tokenizer"));
 }
 
-TEST_CASE("cli: an empty corpus is rejected", "[cli][errors][e2e]") {
-  TempDir work;
-
-  SECTION("only blank lines") {
-    const std::string corpus = work.write("blank.txt", "\n\n\r\n\n");
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
-    CHECK_THAT(result.err, Contains(corpus) && Contains("the corpus is empty") && Contains("(4 lines read)") &&
-                               Contains("one document per line"));
-  }
-  SECTION("a 0-byte file") {
-    const std::string corpus = work.write("zero.txt", "");
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
-    CHECK_THAT(result.err, Contains(corpus) && Contains("the corpus is empty") && Contains("(0 lines read)"));
-  }
-  SECTION("a missing file") {
-    const std::string corpus = (work / "absent.txt").string();
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
-    CHECK_THAT(result.err, Contains(corpus) && Contains("found nothing at this path"));
-  }
-}
-
-TEST_CASE("cli: a binary file as corpus is rejected", "[cli][errors][e2e]") {
-  TempDir work;
-  const std::string corpus = work.write("corpus.txt", std::string("w3 w4\0w5 w6\n", 12));
-  const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
-  CHECK_THAT(result.err, Contains(corpus) && Contains("expected a UTF-8 text corpus") &&
-                             Contains("binary data (NUL byte at offset 5)"));
-}
-
-TEST_CASE("cli: malformed CoNLL-U is reported with its line", "[cli][errors][e2e]") {
-  TempDir work;
-  const std::string good = "1\tw3\t_\t_\t_\t_\t2\tnsubj\t_\t_\n2\tw4\t_\t_\t_\t_\t0\troot\t_\t_\n\n";
-  SECTION("a HEAD beyond the sentence, in the second sentence") {
-    const std::string corpus =
-        work.write("corpus.conllu", good + "# sent_id = 2\n1\tw5\t_\t_\t_\t_\t3\tobj\t_\t_\n2\tw6\t_\t_\t_\t_\t0\troot\t_\t_\n");
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
-    CHECK_THAT(result.err, Contains(corpus + ":5:") && Contains("HEAD"));
-  }
-  SECTION("a line with too few columns") {
-    const std::string corpus = work.write("corpus.conllu", good + "1\tw5\t_\t_\n");
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus});
-    CHECK_THAT(result.err, Contains(corpus + ":4:") && Contains("10 tab-separated fields") && Contains("found 4"));
-  }
-}
-
-TEST_CASE("cli: an existing non-empty output directory is replaced only with --force", "[cli][errors][e2e]") {
-  TempDir work;
-  const std::string corpus = small_corpus(work);
-  fs::create_directories(work / "report" / "old");
-  work.write("report/notes.txt", "keep me\n");
-  work.write("report/old/heads.json", "{\"mine\": true}\n");
-
-  SECTION("without --force: exit 2 and the directory untouched") {
-    const auto before = snapshot(work.path());
-    const CommandResult result = run_headscan({fixture("gpt2.pt"), corpus, "-o", (work / "report").string()});
-    check_input_error(result);
-    CHECK_THAT(result.err, Contains("report") && Contains("exists and is not empty") && Contains("--force"));
-    CHECK(snapshot(work.path()) == before);
-  }
-  SECTION("with --force, a directory that holds other files than a report: exit 2 and untouched") {
-    const auto before = snapshot(work.path());
-    const CommandResult result =
-        run_headscan({fixture("gpt2.pt"), corpus, "-o", (work / "report").string(), "--force", "--quiet"});
-    check_input_error(result);
-    CHECK_THAT(result.err, Contains("notes.txt") && Contains("not part of a headscan report"));
-    CHECK(snapshot(work.path()) == before);
-  }
-  SECTION("with --force, a directory that holds an input: exit 2 and the input kept") {
-    fs::create_directories(work / "data");
-    const std::string inside = work.write("data/corpus.txt", word_corpus({5, 7, 9}));
-    work.write("data/heads.json", "{}\n");
-    const auto before = snapshot(work.path());
-    const CommandResult result =
-        run_headscan({fixture("gpt2.pt"), inside, "-o", (work / "data").string(), "--force", "--quiet"});
-    check_input_error(result);
-    CHECK_THAT(result.err, Contains("an input of this run"));
-    CHECK(snapshot(work.path()) == before);
-  }
-  SECTION("with --force, an earlier report: replaced by the new one") {
-    const std::vector<std::string> quick = {"--quiet", "--no-html", "--no-plots", "--parser", "none"};
-    std::vector<std::string> args = {fixture("gpt2.pt"), corpus, "-o", (work / "earlier").string()};
-    args.insert(args.end(), quick.begin(), quick.end());
-    REQUIRE(run_headscan(args).exit_code == 0);
-    work.write("earlier/heads.json", "{\"stale\": true}\n");
-    args.emplace_back("--force");
-    const CommandResult result = run_headscan(args);
-    INFO("stderr: " << result.err);
-    REQUIRE(result.exit_code == 0);
-    CHECK(read_json(work / "earlier" / "heads.json").contains("heads"));
-    CHECK(staging_leftovers(work.path()).empty());
-  }
-}
-
-TEST_CASE("cli: an output directory that cannot be written is rejected", "[cli][errors][e2e]") {
-  TempDir work;
-  const std::string corpus = small_corpus(work);
-  work.write("file.txt", "a regular file\n");
-
-  SECTION("its parent is a regular file") {
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus}, "file.txt/out");
-    CHECK_THAT(result.err, Contains("file.txt") && Contains("-o DIR"));
-  }
-  SECTION("it is a regular file") {
-    const auto before = snapshot(work.path());
-    const CommandResult result = run_headscan({fixture("gpt2.pt"), corpus, "-o", (work / "file.txt").string()});
-    check_input_error(result);
-    CHECK_THAT(result.err, Contains("file.txt") && Contains("not a directory") && Contains("-o DIR"));
-    CHECK(snapshot(work.path()) == before);
-  }
-}
-
 TEST_CASE("cli: a model without a tokenizer asks for --tokenizer", "[cli][errors][e2e]") {
   TempDir work;
   const std::string corpus = small_corpus(work);
@@ -448,71 +273,5 @@ TEST_CASE("cli: bad usage exits 2 with a message", "[cli][errors][e2e]") {
     CHECK_THAT(result.err, Contains("corpus\\x1B[31m\\x07.txt"));
     CHECK(result.err.find('\x1B') == std::string::npos);
     CHECK(result.err.find('\x07') == std::string::npos);
-  }
-}
-
-TEST_CASE("cli: options that would be ignored, prompts that are binary and standard input are named", "[cli][errors][e2e]") {
-  TempDir work;
-  const std::string corpus = work.write("corpus.txt", word_corpus({6, 9, 4, 12}));
-  SECTION("--text-field on a corpus that is not JSON Lines") {
-    const CommandResult run = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--text-field", "body"});
-    CHECK_THAT(run.err, Contains("--text-field applies to JSON Lines corpora") && Contains(corpus));
-    const CommandResult idf = run_headscan(
-        {"idf", fixture("gpt2.pt"), corpus, "--text-field", "body", "-o", (work / "idf.txt").string()});
-    CHECK(idf.exit_code == 2);
-    CHECK_THAT(idf.err, Contains("--text-field applies to JSON Lines corpora"));
-    CHECK_FALSE(std::filesystem::exists(work / "idf.txt"));
-  }
-  SECTION("--examples with a NUL byte past the first 64 KiB") {
-    std::string prompts;
-    while (prompts.size() < 70000) prompts += "w3 w4 w5 w6 w7 w8 w9\n";
-    const auto line = std::count(prompts.begin(), prompts.end(), '\n') + 1;
-    prompts += std::string("w3 \0 w4\n", 8);
-    const std::string examples = work.write("prompts.txt", prompts);
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--examples", examples});
-    CHECK_THAT(result.err, Contains("--examples") && Contains("NUL byte") && Contains(":" + std::to_string(line) + ":"));
-  }
-  SECTION("--examples - and --examples DIR say what they are") {
-    const CommandResult stdin_examples = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--examples", "-"});
-    CHECK_THAT(stdin_examples.err, Contains("--examples -") && Contains("standard input") && Contains("write the prompts"));
-    const CommandResult directory = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--examples", "."});
-    CHECK_THAT(directory.err, Contains("--examples .") && Contains("found a directory"));
-  }
-  SECTION("a damaged corpus on standard input is named -") {
-    const std::string binary = work.write("binary.txt", std::string("w3\0w4\n", 6));
-    const std::string script = work.write("run.sh", "exec \"$1\" \"$2\" - -o \"$3\" -q < \"$4\"\n");
-    const int status = std::system(("sh " + script + " " HEADSCAN_BINARY " " + fixture("gpt2.pt") + " " +
-                                    (work / "out").string() + " " + binary + " 2> " + (work / "err").string())
-                                       .c_str());
-    CHECK(WEXITSTATUS(status) == 2);
-    const std::string err = headscan::testing::read_file(work / "err");
-    CHECK_THAT(err, Contains("- (standard input): expected a UTF-8 text corpus") && !Contains("headscan-stdin-"));
-    CHECK_FALSE(std::filesystem::exists(work / "out"));
-  }
-}
-
-// A pipe with no writer would block the open forever: headscan says what it found, at once.
-TEST_CASE("cli: a pipe given as an input is rejected before it is opened", "[cli][errors][e2e]") {
-  TempDir work;
-  const std::string corpus = small_corpus(work);
-  const TempDir elsewhere;  // outside `work`, whose files the checks read
-  const std::string pipe = (elsewhere / "pipe").string();
-  REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
-
-  SECTION("as the corpus") {
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), pipe});
-    CHECK_THAT(result.err, Contains(pipe) && Contains("a pipe (FIFO)") && Contains("write its contents to a file"));
-  }
-  SECTION("as the model") {
-    const CommandResult result = run_expecting_input_error(work, {pipe, corpus});
-    CHECK_THAT(result.err, Contains(pipe) && Contains("expected a TorchScript archive") && Contains("a pipe (FIFO)"));
-  }
-  SECTION("as the tokenizer") {
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--tokenizer", pipe});
-    CHECK_THAT(result.err, Contains(pipe) && Contains("a pipe (FIFO)"));
-  }
-  SECTION("as the idf file") {
-    const CommandResult result = run_expecting_input_error(work, {fixture("gpt2.pt"), corpus, "--idf", pipe});
-    CHECK_THAT(result.err, Contains(pipe) && Contains("a pipe (FIFO)"));
   }
 }

@@ -1,7 +1,9 @@
+// TextLineReader (text_lines.h): a text file opened (checked, sniffed for binary data, decompressed
+// when compressed) and read line by line, or in parts, in bounded memory, its invalid UTF-8 repaired
+// and counted; and reject_nul_bytes().
 #include "analyzer/corpus/text_lines.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -10,12 +12,11 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "analyzer/corpus/decompressing_buffer.h"
 #include "analyzer/corpus/growing_file.h"
+#include "analyzer/corpus/line_text.h"
 #include "analyzer/errors.h"
-#include "analyzer/json_limits.h"
 #include "analyzer/tokenizers/unicode.h"
 
 namespace headscan {
@@ -24,8 +25,6 @@ namespace {
 constexpr std::size_t kSniffBytes = 64 * 1024;
 constexpr double kMaxInvalidShare = 0.30;  // more invalid UTF-8 than this in the sample: binary
 constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
-constexpr const char* kExpected = "expected a UTF-8 text corpus (one document per line)";
-constexpr const char* kExpectedJsonLines = "expected a UTF-8 JSON Lines corpus (one object per line)";
 
 bool starts_with_utf16_byte_order_mark(std::string_view sample) {
   return sample.substr(0, 2) == "\xFF\xFE" || sample.substr(0, 2) == "\xFE\xFF";
@@ -57,58 +56,7 @@ void reject_binary(const std::string& path, const std::string& expected, std::st
   }
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
-
-// Where `raw` (a line's bytes read so far, more to come) can be cut so that repairing its invalid
-// UTF-8 in two halves gives what repairing it whole would: before its last byte that is not a
-// continuation byte, when that byte is among the last four (it may start a character that the
-// next bytes complete); else anywhere (a character has at most three continuation bytes).
-std::size_t repairable_prefix(std::string_view raw) {
-  for (std::size_t back = 1; back <= 4 && back <= raw.size(); ++back) {
-    if (!is_continuation_byte(raw[raw.size() - back])) return raw.size() - back;
-  }
-  return raw.size();
-}
-
 }  // namespace
-
-std::size_t line_part_end(std::string_view text, std::size_t begin) {
-  const std::size_t limit = begin + kLinePartBytes;
-  if (limit >= text.size()) return text.size();
-  for (std::size_t end = limit; end > begin + 1; --end) {
-    if (is_space(text[end]) && !is_space(text[end - 1])) return end;
-  }
-  std::size_t end = limit;
-  while (end > begin + 1 && is_continuation_byte(text[end])) --end;
-  return end;
-}
-
-std::size_t repair_utf8(std::string& text) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {  // fast path: most lines are valid and are not copied
-    const Utf8Char character = decode_utf8(text, pos);
-    if (!character.valid) break;
-    pos += character.length;
-  }
-  if (pos == text.size()) return 0;
-
-  std::string repaired(text, 0, pos);
-  std::size_t replacements = 0;
-  while (pos < text.size()) {
-    const Utf8Char character = decode_utf8(text, pos);
-    if (character.valid) {
-      repaired.append(text, pos, character.length);
-    } else {
-      repaired += "\xEF\xBF\xBD";  // U+FFFD for one maximal invalid subpart
-      ++replacements;
-    }
-    pos += character.length;
-  }
-  text = std::move(repaired);
-  return replacements;
-}
 
 TextLineReader::TextLineReader(const std::string& path, const std::string& expected, const std::string& kind,
                                CorpusSlice slice, SliceUnits units)
@@ -158,81 +106,6 @@ TextLineReader::TextLineReader(const std::string& path, const std::string& expec
   } else {
     slice_mode_ = "documents";
   }
-}
-
-std::uint64_t chunk_bytes(std::uint64_t size) {
-  return std::max(kMinChunkBytes, size / kMaxChunks + (size % kMaxChunks != 0 ? 1 : 0));
-}
-
-namespace {
-
-bool is_blank_line(std::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line.find_first_not_of(" \t") == std::string_view::npos;
-}
-
-// Whether the bytes of `file` before `end`, back to the previous line break (or the file's start),
-// are blank as is_blank_line() says: spaces and tabs, and a carriage return only as the line's last
-// byte, which the byte before `end` is when `line_ends` (a line break is at `end`).
-bool blank_before(std::ifstream& file, std::uint64_t end, bool line_ends) {
-  constexpr std::uint64_t kChunk = 4096;
-  const std::uint64_t last = end;
-  std::string chunk;
-  while (end > 0) {
-    const std::uint64_t begin = end > kChunk ? end - kChunk : 0;
-    chunk.resize(end - begin);
-    file.clear();
-    file.seekg(static_cast<std::streamoff>(begin));
-    file.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    for (std::size_t i = chunk.size(); i-- > 0;) {
-      if (chunk[i] == '\n') return true;
-      const bool trailing_return = line_ends && chunk[i] == '\r' && begin + i + 1 == last;
-      if (chunk[i] != ' ' && chunk[i] != '\t' && !trailing_return) return false;
-    }
-    end = begin;
-  }
-  return true;
-}
-
-// The first document start at or after `offset` in the plain file at `path` of `size` bytes: a line
-// start (or, for blocks, a line start after a blank line); `size` when there is none.
-std::uint64_t document_start_from(const std::string& path, std::uint64_t size, std::uint64_t offset, SliceUnits units) {
-  if (offset == 0) return 0;
-  if (offset >= size) return size;
-  std::ifstream file(path, std::ios::binary);
-  file.seekg(static_cast<std::streamoff>(offset - 1));
-  std::string rest;
-  // The rest of the line holding byte offset - 1: the next line starts after it.
-  if (!std::getline(file, rest) || file.eof()) return size;
-  std::uint64_t start = offset + rest.size();
-  if (units == SliceUnits::lines) return start;
-  bool blank = is_blank_line(rest) && blank_before(file, offset - 1, rest.empty());
-  file.clear();
-  file.seekg(static_cast<std::streamoff>(start));
-  while (!blank) {
-    if (!std::getline(file, rest) || file.eof()) return size;
-    start += rest.size() + 1;
-    blank = is_blank_line(rest);
-  }
-  return start;
-}
-
-}  // namespace
-
-void TextLineReader::enter_byte_range(CorpusSlice slice, SliceUnits units) {
-  // Whole chunks: the first of shard `index` is floor(C · index / count), C ≤ kMaxChunks.
-  const std::uint64_t chunks = total_bytes_ / chunk_bytes_ + (total_bytes_ % chunk_bytes_ != 0 ? 1 : 0);
-  const auto bound = [&](std::uint64_t index) { return chunks * index / slice.count * chunk_bytes_; };
-  const std::uint64_t begin = bound(slice.index);
-  range_end_ = bound(slice.index + 1);
-  range_start_ = document_start_from(path_, total_bytes_, begin, units);
-  position_ = range_start_;
-  if (range_start_ > 0) {
-    in_.seekg(static_cast<std::streamoff>(range_start_));
-    where_ = fmt::format("{} (shard {}/{}, lines counted from byte {})", path_, slice.index, slice.count, range_start_);
-  }
-  total_bytes_ = range_end_ > range_start_ ? range_end_ - range_start_ : 0;
-  slice_mode_ = "bytes";
 }
 
 void TextLineReader::open() {
@@ -408,42 +281,6 @@ TextLineReader::LineEnd TextLineReader::read_raw(std::string& out, std::size_t m
   return end;
 }
 
-TextCorpusReader::TextCorpusReader(const std::string& path, std::optional<std::string> json_field, CorpusSlice slice)
-    : lines_(path, json_field ? kExpectedJsonLines : kExpected, "text file", slice), json_field_(std::move(json_field)) {}
-
-bool TextCorpusReader::next(CorpusLine& line) {
-  for (;;) {
-    line.more = false;
-    const bool found = json_field_ ? lines_.next(line.text) : lines_.next_in_parts(line.text, line.more);
-    if (!found) return false;
-    if (line.text.empty()) continue;
-    line.line_number = lines_.line_number();
-    line.chunk = lines_.chunk();
-    if (json_field_ && !document_of_json_line(line)) continue;
-    ++documents_read_;
-    return true;
-  }
-}
-
-bool TextCorpusReader::document_of_json_line(CorpusLine& line) const {
-  const std::string where = fmt::format("{}:{}", lines_.where(), line.line_number);
-  check_json_depth(line.text, where);
-  const nlohmann::json object = nlohmann::json::parse(line.text, nullptr, /*allow_exceptions=*/false);
-  const char* found = object.is_discarded() ? "a line that is not JSON"
-                      : !object.is_object() ? "a JSON value that is not an object"
-                      : !object.contains(*json_field_) ? "an object without it"
-                      : !object.at(*json_field_).is_string() ? "an object whose field is not a string"
-                                                               : nullptr;
-  if (found != nullptr) {
-    throw InputError(fmt::format("{}: expected JSON Lines, one object per line with the document in its string field "
-                                 "\"{}\", found {} ({}); fix the line, or name the field with --text-field",
-                                 where, *json_field_, found, quote_json(object.is_discarded() ? nlohmann::json(line.text.substr(0, 60)) : object)));
-  }
-  // Valid UTF-8: the line was repaired before parsing, and the parser refuses lone surrogates.
-  line.text = object.at(*json_field_).get<std::string>();
-  return !line.text.empty();
-}
-
 void reject_nul_bytes(const std::string& path, const std::string& option, const std::string& expected) {
   TextLineReader lines(path, expected, "text file");
   for (std::string line; lines.next(line);) {
@@ -454,19 +291,5 @@ void reject_nul_bytes(const std::string& path, const std::string& option, const 
     }
   }
 }
-
-std::string corpus_extension(const std::string& path) {
-  auto lowered = [](std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-  };
-  const std::string growing = growing_file_name(path);
-  std::filesystem::path name = std::filesystem::path(growing.empty() ? path : growing).filename();
-  std::string extension = lowered(name.extension().string());
-  if (extension == ".gz" || extension == ".zst" || extension == ".xz") extension = lowered(name.stem().extension().string());
-  return extension;
-}
-
-bool is_jsonl_path(const std::string& path) { return corpus_extension(path) == ".jsonl"; }
 
 }  // namespace headscan

@@ -1,6 +1,7 @@
-// run_analysis(): the model, tokenizer and corpus are opened, the model's shape is read off the
-// first sequence, the passes run (analyzer/run/passes/pass.h), and heads.json and the reports are
-// written (DESIGN.md, "Data flow").
+// run_analysis(), scan() and save_report(): the options are checked, the model, tokenizer and corpus
+// are opened and the model's shape is read off the first sequence (run_setup.h), the passes run
+// (analyzer/run/passes/pass.h), heads.json's document is made (run_results.h), and heads.json and
+// the reports are written (DESIGN.md, "Data flow").
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -9,20 +10,18 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "analyzer/corpus/parse_pool.h"
 #include "analyzer/errors.h"
 #include "analyzer/model/device.h"
 #include "analyzer/run/analysis.h"
-#include "analyzer/run/count_warnings.h"
 #include "analyzer/run/kv_plan.h"
-#include "analyzer/run/model_output.h"
 #include "analyzer/run/needle_json.h"
 #include "analyzer/run/output/output_dir.h"
 #include "analyzer/run/output/spooled_input.h"
 #include "analyzer/run/passes/pass.h"
+#include "analyzer/run/run_results.h"
+#include "analyzer/run/run_setup.h"
 #include "analyzer/run/run_state.h"
 #include "analyzer/run/shard_run.h"
-#include "analyzer/tokenizers/piece_text.h"
 #include "heads/registry.h"
 #include "reports/heads_csv.h"
 #include "reports/heads_json.h"
@@ -31,195 +30,6 @@
 #include "reports/text.h"
 
 namespace headscan {
-namespace {
-
-void load_model_and_text(RunState& state, const c10::Device& device) {
-  const AnalysisOptions& options = state.options;
-  // --device auto: a model that cannot move runs where it is, and the run
-  // follows it (InstrumentedModel::device()).
-  state.model = InstrumentedModel::load(options.model_path, options.dtype, device, options.device != "auto");
-  state.model->set_attention_block(options.attention_block);
-  const ModelMetadata& metadata = state.model->metadata();
-  state.text = resolve_text_setup(TextSources{options.tokenizer_path, options.model_path,
-                                              state.model->embedded_tokenizer(), &metadata, options.max_length});
-  state.model_summary.tokenizer = state.text.tokenizer_description;
-  if (state.text.bos) {
-    state.model_summary.bos_token = state.text.bos->token;
-    state.pad_id = state.text.bos->id;
-  }
-  state.warnings.insert(state.warnings.end(), state.text.warnings.begin(), state.text.warnings.end());
-  std::vector<std::uint8_t> punctuation = punctuation_ids(*state.text.tokenizer);
-  state.punctuation_table = torch::from_blob(punctuation.data(), {static_cast<std::int64_t>(punctuation.size())},
-                                             torch::kUInt8)
-                                .to(torch::kBool)
-                                .to(state.model->device());
-}
-
-// The attention layers headscan's op computes in row blocks; the rest the model materialises whole.
-AttentionRunSummary attention_summary(const RunState& state) {
-  AttentionRunSummary summary;
-  summary.requested_rows = state.options.attention_block;
-  summary.blockwise_layers = std::min(state.model->blockwise_attention_count(), state.shape.layers);
-  summary.materialised_layers = state.shape.layers - summary.blockwise_layers;
-  const AttentionBlockUse use = state.model->attention_block_use();
-  summary.block_rows = use.rows;
-  summary.block_length = use.length;
-  summary.block_bytes = use.block_bytes;
-  return summary;
-}
-
-// Past kMaterialisedWarningLength tokens, attention the model materialises itself ([B, H, T, T] per
-// layer: an eager softmax, soft-capping, sinks, differential attention) grows with T²; headscan's op
-// bounds only the SDPA calls it computes.
-constexpr std::int64_t kMaterialisedWarningLength = 4096;
-
-void warn_of_materialised_attention(RunState& state) {
-  const std::int64_t length = state.text.shape.max_length;
-  const int materialised = attention_summary(state).materialised_layers;
-  if (length <= kMaterialisedWarningLength || materialised == 0) return;
-  const double gib = static_cast<double>(state.options.batch_size) * state.shape.heads * static_cast<double>(length) *
-                     static_cast<double>(length) * 4.0 / static_cast<double>(1 << 30);
-  state.warnings.push_back(fmt::format(
-      "{} of the model's {} attention layers are softmaxes it computes whole ([batch, heads, T, T]), so their memory "
-      "grows with T²: at --max-length {} and --batch-size {}, {:.1f} GiB per layer in float32; headscan computes "
-      "only scaled_dot_product_attention in bounded blocks (export the model with headscan export, which keeps SDPA "
-      "where it is exact), or lower --max-length or --batch-size",
-      materialised, state.shape.layers, length, state.options.batch_size, gib));
-}
-
-// Opens the corpus and reads its first document, on which the model's shape is detected. A shard
-// reads its own slice, and the shape off the corpus's first document, whichever shard has it.
-void open_corpus(RunState& state) {
-  const AnalysisOptions& options = state.options;
-  // link-grammar parses on the cores the model's threads leave (on a GPU, all but the one that
-  // drives it), else beside them on one thread.
-  const int model_threads = state.model->device().is_cpu() ? torch::get_num_threads() : 1;
-  state.reader = std::make_unique<DocumentReader>(
-      options.corpus_path, options.parser, options.text_field, options.shard.value_or(CorpusSlice{}),
-      parser_threads(usable_cores(), static_cast<std::size_t>(model_threads)));
-  state.sequences =
-      std::make_unique<SequenceReader>(*state.reader, *state.text.tokenizer, state.text.shape, options.check_interrupt);
-  std::unique_ptr<DocumentReader> whole;
-  std::unique_ptr<SequenceReader> whole_sequences;
-  if (options.shard) {
-    whole = std::make_unique<DocumentReader>(options.corpus_path, "none", options.text_field);
-    whole_sequences =
-        std::make_unique<SequenceReader>(*whole, *state.text.tokenizer, state.text.shape, options.check_interrupt);
-  }
-  DocumentReader& reader = options.shard ? *whole : *state.reader;
-  SequenceReader& sequences = options.shard ? *whole_sequences : *state.sequences;
-  if (!sequences.next(state.first_sequences, nullptr, options.max_sequences)) {
-    throw InputError(fmt::format("{}: the corpus is empty: no {} gives any token ({} lines read); give a "
-                                 "text file with one document per line, or a CoNLL-U file ending in .conllu",
-                                 reader.path(), std::string(reader.format()) == "conllu" ? "sentence" : "line",
-                                 reader.counts().lines_read));
-  }
-  try {
-    state.shape = detect_model_shape(*state.model, state.first_sequences.front().ids);
-  } catch (...) {
-    rethrow_with_context(state.model->path() + ": ");
-  }
-  if (options.shard) state.first_sequences.clear();  // the corpus pass reads the slice from its start
-}
-
-nlohmann::ordered_json heads_document(RunState& state, const Thresholds& thresholds, const RunSummary& run) {
-  const AnalysisOptions& options = state.options;
-  const ModelMetadata& metadata = state.model->metadata();
-  ModelSummary& model = state.model_summary;
-  model.path = options.model_path;
-  model.format = state.model->format();
-  model.name = metadata.name;
-  model.layers = state.shape.layers;
-  model.heads = state.shape.heads;
-  model.kv_heads = metadata.n_kv_heads.value_or(state.shape.heads);
-  model.causal = state.shape.causal;
-  model.causal_source = metadata.causal ? "metadata" : "detected";
-  model.capture = state.model->capture_method();
-  model.dtype = state.model->dtype();
-  model.forward = state.model->forward_schema();
-  model.max_length = state.text.shape.max_length;
-  model.step = metadata.step;
-  model.lm_head_note = missing_logits_note(state.shape, state.text.tokenizer->vocab_size());
-  if (model.kv_heads <= 0 || state.shape.heads % model.kv_heads != 0) {
-    throw InputError(fmt::format("{}:headscan.json: n_kv_heads {} does not divide the {} query heads found",
-                                 state.model->path(), model.kv_heads, state.shape.heads));
-  }
-  CorpusSummary& corpus = state.corpus_summary;
-  const DocumentReader& reader = *state.reader;
-  const DocumentCounts& counts = reader.counts();
-  corpus.path = options.corpus_path;
-  corpus.format = reader.format();
-  corpus.lines = static_cast<std::int64_t>(counts.lines_read);
-  corpus.documents = static_cast<std::int64_t>(counts.documents_read);
-  corpus.lines_with_invalid_utf8 = static_cast<std::int64_t>(counts.lines_with_invalid_utf8);
-  corpus.parser = reader.parser();
-  corpus.sentences = counts.sentences;
-  corpus.parsed_sentences = counts.parsed_sentences;
-  const std::vector<std::string> warnings =
-      count_warnings(reader.path(), corpus, static_cast<std::int64_t>(counts.invalid_utf8_replacements), thresholds,
-                     options.max_sequences);
-  state.warnings.insert(state.warnings.end(), warnings.begin(), warnings.end());
-  return make_heads_json(model, corpus, state.probe_summary, thresholds,
-                         state.classifiers.finalize(thresholds, model.kv_heads), run, state.warnings);
-}
-
-// A model that is not causal runs its example sequences again, each alone, once the passes are done;
-// so does any model for the prompts of --examples, which no classifier sees.
-void capture_examples_if_needed(RunState& state) {
-  if (state.options.check_interrupt) state.options.check_interrupt();
-  if (!state.options.examples_path.empty()) {
-    const bool shard_without_examples = state.options.shard && state.options.shard->index != 0;
-    state.corpus_examples.clear();
-    if (!shard_without_examples) {
-      state.corpus_examples = capture_examples(*state.model, state.example_prompts, *state.text.tokenizer,
-                                               state.shape, "example");
-    }
-  }
-  if (state.record_examples) return;
-  if (!state.options.examples_path.empty()) {
-    state.probe_examples =
-        capture_examples(*state.model, state.probe_example_sequences, *state.text.tokenizer, state.shape, "probe");
-    return;
-  }
-  state.corpus_examples = capture_examples(*state.model, state.corpus_example_chooser.chosen(), *state.text.tokenizer,
-                                           state.shape, "corpus line");
-  state.probe_examples =
-      capture_examples(*state.model, state.probe_example_sequences, *state.text.tokenizer, state.shape, "probe");
-}
-
-// A few lines on what --ablation found, for the command line's summary.
-std::vector<std::string> ablation_findings(const nlohmann::ordered_json& document) {
-  const auto& ablation = document.at("ablation");
-  std::vector<std::string> lines{fmt::format("ablation: {} loss {:.3f} nats on {} sequence(s)",
-                                             ablation.at("objective").get<std::string>(),
-                                             ablation.at("loss").get<double>(), ablation.at("sequences").get<std::size_t>())};
-  const nlohmann::ordered_json* largest = nullptr;
-  constexpr int kCircuitLines = 5;
-  int circuits = 0;
-  for (const auto& head : document.at("heads")) {
-    if (largest == nullptr || head.at("scores").at("ablation_loss").get<double>() >
-                                  largest->at("scores").at("ablation_loss").get<double>()) {
-      largest = &head;
-    }
-    if (!head.contains("circuit") || head.at("circuit").at("depends_on").empty()) continue;
-    if (++circuits > kCircuitLines) continue;
-    const auto& strongest = head.at("circuit").at("depends_on").at(0);
-    lines.push_back(fmt::format("circuit: L{}H{} ({}) depends most on L{}H{} (its {} score drops by {:.2f} without it)",
-                                head.at("layer").get<int>(), head.at("head").get<int>(),
-                                head.at("primary").get<std::string>(), strongest.at("layer").get<int>(),
-                                strongest.at("head").get<int>(), head.at("circuit").at("score").get<std::string>(),
-                                strongest.at("drop").get<double>()));
-  }
-  if (circuits > kCircuitLines) lines.push_back(fmt::format("… and {} more circuits in heads.json", circuits - kCircuitLines));
-  if (largest != nullptr) {
-    lines.insert(lines.begin() + 1, fmt::format("removing L{}H{} raises the loss most: {:+.3f} nats",
-                                                largest->at("layer").get<int>(), largest->at("head").get<int>(),
-                                                largest->at("scores").at("ablation_loss").get<double>()));
-  }
-  return lines;
-}
-
-}  // namespace
 
 struct ScanResult::Impl {
   nlohmann::ordered_json document;  // heads.json

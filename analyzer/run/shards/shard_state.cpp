@@ -1,32 +1,31 @@
+// state.json parsed and checked as a whole (shard_state.h): its names, versions, shape, counts,
+// statistics, document and example lists; and what a state's counts and examples are written as.
 #include "analyzer/run/shards/shard_state.h"
 
 #include <algorithm>
-#include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <initializer_list>
-#include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "analyzer/errors.h"
 #include "analyzer/json_limits.h"
+#include "analyzer/run/shards/shard_state_fields.h"
 #include "heads/saved_statistics.h"
 #include "reports/model_layers_json.h"
 
 namespace headscan {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using shard_fields::below;
+using shard_fields::Fields;
+using shard_fields::indexed;
+using shard_fields::Json;
+using shard_fields::quoted;
 
 constexpr std::uint64_t kMaxLayersOrHeads = 1 << 16;
-constexpr std::size_t kMaxStateBytes = std::size_t{1} << 30;
 // Counts as saved statistics' (2^42), so that a million shards add up without overflow.
 constexpr auto kMaxCount = static_cast<std::uint64_t>(kMaxSavedCount);
 constexpr std::uint64_t kMaxProbes = 1 << 20;
-// A run's time and its phases', in seconds: finite, and added up over a million shards still finite.
-constexpr double kMaxSeconds = 1e9;
 
 constexpr std::initializer_list<const char*> kStateKeys = {
     "format",   "version",  "headscan_version", "shard",          "agree",          "shape",   "counts", "statistics",
@@ -42,95 +41,6 @@ constexpr std::initializer_list<const char*> kCountKeys = {
 constexpr std::initializer_list<const char*> kPhases = {
     "load", "shape", "idf", "corpus", "probes", "needles", "ablation_set", "importance", "ablation", "pruning", "circuits", "kv_plan"};
 constexpr std::initializer_list<const char*> kSlices = {"whole", "bytes", "documents"};
-
-// A JSON path below `parent` ("" is the state itself).
-std::string below(const std::string& parent, const std::string& key) { return parent.empty() ? key : parent + "." + key; }
-std::string indexed(const std::string& parent, std::size_t index) { return fmt::format("{}[{}]", parent, index); }
-
-// A value of a state for a message (quote_json takes nlohmann::json, states are ordered_json).
-std::string quoted(const Json& value) { return quote_json(nlohmann::json::parse(value.dump()), 120); }
-
-// Reads fields of one state file, throwing InputError that names the file, the field and the rule.
-// Paths are JSON paths from the state's root ("counts.tokens"); "" is the root.
-class Fields {
- public:
-  explicit Fields(const std::string& where) : where_(where) {}
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw InputError(fmt::format("{}: not a usable shard state ({}); run the shard again, or give the directory a "
-                                 "`headscan MODEL CORPUS --shard I/N -o DIR` run wrote",
-                                 where_, what));
-  }
-
-  const Json& get(const Json& object, const char* key, const std::string& path) const {
-    const std::string name = path.empty() ? "state" : path;
-    if (!object.is_object()) fail(fmt::format("{} is not an object", name));
-    const auto found = object.find(key);
-    if (found == object.end()) fail(fmt::format("{} has no \"{}\"", name, key));
-    return *found;
-  }
-  const Json& object(const Json& parent, const char* key, const std::string& path) const {
-    const auto& value = get(parent, key, path);
-    if (!value.is_object()) fail(fmt::format("{} is not an object", below(path, key)));
-    return value;
-  }
-  const Json& array(const Json& parent, const char* key, const std::string& path) const {
-    const auto& value = get(parent, key, path);
-    if (!value.is_array()) fail(fmt::format("{} is not an array", below(path, key)));
-    return value;
-  }
-  std::string string(const Json& parent, const char* key, const std::string& path) const {
-    const auto& value = get(parent, key, path);
-    if (!value.is_string()) fail(fmt::format("{} is not a string", below(path, key)));
-    return value.get<std::string>();
-  }
-  // A JSON whole number: 2.0 is refused like 1.5, where the writer writes integers.
-  std::uint64_t count(const Json& parent, const char* key, const std::string& path,
-                      std::uint64_t maximum = INT64_MAX) const {
-    const auto& value = get(parent, key, path);
-    if (!value.is_number_unsigned() || value.get<std::uint64_t>() > maximum) {
-      fail(fmt::format("{} is {}: expected a whole number (written without a point) from 0 to {}", below(path, key),
-                       quoted(value), maximum));
-    }
-    return value.get<std::uint64_t>();
-  }
-  // Seconds: finite, from 0 to kMaxSeconds.
-  double seconds(const Json& value, const std::string& path) const {
-    if (!value.is_number() || !(value.get<double>() >= 0 && value.get<double>() <= kMaxSeconds)) {
-      fail(fmt::format("{} is {}: expected seconds from 0 to {:g}", path, quoted(value), kMaxSeconds));
-    }
-    return value.get<double>();
-  }
-  bool boolean(const Json& parent, const char* key, const std::string& path) const {
-    const auto& value = get(parent, key, path);
-    if (!value.is_boolean()) fail(fmt::format("{} is not true or false", below(path, key)));
-    return value.get<bool>();
-  }
-  // `object` holds no name but `keys`.
-  void known(const Json& object, std::initializer_list<const char*> keys, const std::string& path) const {
-    for (const auto& item : object.items()) {
-      if (std::none_of(keys.begin(), keys.end(), [&](const char* key) { return item.key() == key; })) {
-        fail(fmt::format("{} holds {}, a name headscan {} does not know there (it knows {})",
-                         path.empty() ? "state" : path, quote_json(nlohmann::json(item.key())), HEADSCAN_VERSION,
-                         fmt::join(keys, ", ")));
-      }
-    }
-  }
-  // The headscan version, wherever a state writes it, is this headscan's: statistics are read as
-  // this version defines them.
-  void version(const Json& parent, const std::string& path) const {
-    const auto& value = get(parent, "headscan_version", path);
-    if (value != HEADSCAN_VERSION) {
-      throw InputError(fmt::format("{}: {} is {}, but this is headscan {}, which merges only the shards it writes "
-                                   "(what each statistic means may differ between versions); merge with the headscan "
-                                   "that ran the shards, or run them again with this one",
-                                   where_, below(path, "headscan_version"), quoted(value), HEADSCAN_VERSION));
-    }
-  }
-
- private:
-  const std::string& where_;
-};
 
 // `lists` (examples, then probe_examples) lie end to end in examples.bin as the shard wrote them:
 // each at the offset where the one before ends, the last ending at the end of the file.
@@ -224,55 +134,6 @@ void check_agree(const Fields& fields, const Json& agree, const Json& shape) {
   if (fields.get(agree, "shape", "agree") != shape) {
     fields.fail(fmt::format("agree.shape is {} but shape is {}: they are the model's shape, written twice",
                             quoted(agree.at("shape")), quoted(shape)));
-  }
-}
-
-// The first key where two "agree" sections differ, with both values, quoted.
-std::string first_difference(const Json& a, const Json& b) {
-  for (const auto& [key, value] : a.items()) {
-    if (!b.contains(key)) return fmt::format("{}: {} against nothing", key, quoted(value));
-    if (b.at(key) != value) return fmt::format("{}: {} against {}", key, quoted(value), quoted(b.at(key)));
-  }
-  for (const auto& [key, value] : b.items()) {
-    if (!a.contains(key)) return fmt::format("{}: nothing against {}", key, quoted(value));
-  }
-  return {};
-}
-
-// examples.bin's floats are attention weights: finite, from 0 to 1. Reads it in blocks.
-void check_example_floats(const ShardState& state, const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> block(std::size_t{1} << 16);
-  std::uint64_t position = 0;
-  while (position < state.example_floats) {
-    const std::uint64_t wanted = std::min<std::uint64_t>(block.size(), state.example_floats - position);
-    in.read(reinterpret_cast<char*>(block.data()), static_cast<std::streamsize>(wanted * sizeof(float)));
-    if (!in) throw std::runtime_error(fmt::format("{}: cannot be read", path.string()));
-    for (std::uint64_t i = 0; i < wanted; ++i) {
-      const float weight = block[i];
-      if (weight >= 0 && weight <= 1) continue;
-      const std::uint64_t at = position + i;
-      // The example it belongs to: the lists lie end to end (parse_examples).
-      std::string where = "no example";
-      for (const auto* list : {&state.examples, &state.probe_examples}) {
-        for (std::size_t index = 0; index < list->size(); ++index) {
-          const SavedExample& example = (*list)[index];
-          const std::uint64_t length = example.tokens.size();
-          const std::uint64_t offset = at - example.offset;
-          if (at < example.offset || offset >= static_cast<std::uint64_t>(state.layers) * state.heads * length * length) {
-            continue;
-          }
-          where = fmt::format("{}[{}], layer {}, head {}, query {}, key {}",
-                              list == &state.examples ? "examples" : "probe_examples", index,
-                              offset / (state.heads * length * length), offset / (length * length) % state.heads,
-                              offset / length % length, offset % length);
-        }
-      }
-      throw InputError(fmt::format("{}: float {} ({}) is {}: an attention weight is a probability from 0 to 1; the "
-                                   "shard's directory is damaged: run the shard again",
-                                   path.string(), at, where, weight));
-    }
-    position += wanted;
   }
 }
 
@@ -424,87 +285,6 @@ ShardState parse_shard_state(const std::string& text, const std::string& where) 
     state.phases.emplace_back(name, fields.seconds(item.value(), below("phases", name)));
   }
   return state;
-}
-
-ShardState read_shard_state(const std::string& directory) {
-  namespace fs = std::filesystem;
-  const fs::path path = fs::path(directory) / kShardStateFile;
-  std::error_code error;
-  if (!fs::is_directory(directory, error)) {
-    throw InputError(fmt::format("{}: expected a shard's directory (written by headscan --shard I/N -o DIR), found {}",
-                                 directory, fs::exists(directory, error) ? "a file" : "nothing at this path"));
-  }
-  if (!fs::is_regular_file(path, error)) {
-    throw InputError(fmt::format("{}: no {} in this directory: it is not a shard's, or its shard has not finished; run "
-                                 "the shard (headscan MODEL CORPUS --shard I/N -o {})",
-                                 directory, kShardStateFile, directory));
-  }
-  const auto size = fs::file_size(path, error);
-  if (error || size > kMaxStateBytes) {
-    throw InputError(fmt::format("{}: larger than a shard state can be ({} bytes at most)", path.string(), kMaxStateBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot be read", path.string()));
-  ShardState state = parse_shard_state(text.str(), path.string());
-  state.directory = directory;
-  if (!fs::is_regular_file(fs::path(directory) / "idf.txt", error)) {
-    throw InputError(fmt::format("{}: no idf.txt in this shard's directory: it is damaged; run the shard again",
-                                 directory));
-  }
-  const fs::path examples = fs::path(directory) / kShardExamplesFile;
-  const auto example_bytes = fs::exists(examples, error) ? fs::file_size(examples, error) : 0;
-  if (error || example_bytes != state.example_floats * sizeof(float)) {
-    throw InputError(fmt::format("{}: expected {} bytes of example attention, found {}; the shard's directory is "
-                                 "damaged: run the shard again",
-                                 examples.string(), state.example_floats * sizeof(float), example_bytes));
-  }
-  check_example_floats(state, examples);
-  return state;
-}
-
-std::vector<ShardState> order_shards(std::vector<ShardState> shards) {
-  if (shards.empty()) throw InputError("no shard directories given: headscan merge DIR... -o OUT");
-  const std::uint64_t count = shards.front().count;
-  std::map<std::uint64_t, std::size_t> by_index;
-  for (std::size_t i = 0; i < shards.size(); ++i) {
-    const ShardState& shard = shards[i];
-    if (shard.count != count) {
-      throw InputError(fmt::format("{} is shard {}/{} but {} is shard {}/{}: every shard of one run has the same count",
-                                   shard.directory, shard.index, shard.count, shards.front().directory,
-                                   shards.front().index, count));
-    }
-    const auto [found, added] = by_index.emplace(shard.index, i);
-    if (!added) {
-      throw InputError(fmt::format("shard {}/{} is given twice: {} and {}; give each shard's directory once",
-                                   shard.index, count, shards[found->second].directory, shard.directory));
-    }
-  }
-  std::vector<std::uint64_t> missing;
-  for (std::uint64_t index = 0; index < count && missing.size() < 10; ++index) {
-    if (!by_index.count(index)) missing.push_back(index);
-  }
-  if (!missing.empty()) {
-    throw InputError(fmt::format("shard(s) {} of {} are missing: a merge needs all {} shards of the run (given: {})",
-                                 fmt::join(missing, ", "), count, count, shards.size()));
-  }
-  std::vector<ShardState> ordered;
-  for (const auto& [index, position] : by_index) ordered.push_back(std::move(shards[position]));
-  for (const ShardState& shard : ordered) {
-    std::string difference = first_difference(ordered.front().agree, shard.agree);
-    const ShardState& first = ordered.front();
-    if (difference.empty() && (shard.layers != first.layers || shard.heads != first.heads || shard.causal != first.causal)) {
-      difference = fmt::format("shape: {} layers x {} heads against {} x {}", shard.layers, shard.heads, first.layers,
-                               first.heads);
-    }
-    if (!difference.empty()) {
-      throw InputError(fmt::format("{} (shard {}) and {} (shard 0) come from different runs: {}; merge the shards of "
-                                   "one run, with the same model, tokenizer, corpus and options",
-                                   shard.directory, shard.index, ordered.front().directory, difference));
-    }
-  }
-  return ordered;
 }
 
 }  // namespace headscan
