@@ -3,7 +3,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "analyzer/errors.h"
 #include "analyzer/model/model_metadata.h"
@@ -95,5 +99,39 @@ TEST_CASE("headscan.json: types of the other fields, the document and its size",
   SECTION("more than 1 MiB") {
     const std::string big = "{\"name\": \"" + std::string(headscan::kMaxMetadataBytes, 'x') + "\"}";
     CHECK_THAT(error_of(big), Contains("1048588 bytes (the limit is 1048576)"));
+  }
+}
+
+TEST_CASE("headscan.json: checked_length is a whole number from 2 to 1048576", "[metadata][errors]") {
+  CHECK_FALSE(parse_model_metadata(R"({"max_length": 512})", kOrigin).checked_length.has_value());
+  CHECK(parse_model_metadata(R"({"checked_length": 4096})", kOrigin).checked_length == 4096);
+  CHECK_THAT(error_of(R"({"checked_length": 1048577})"),
+             Contains("expected checked_length to be an integer from 2 to 1048576") && Contains("found number 1048577"));
+  CHECK_THAT(error_of(R"({"checked_length": 64.5})"), Contains("found number 64.5"));
+}
+
+// The documents the exporters' checker (analyzer/python/headscan/_export/headscan_json.py) reads
+// too, in tests/python/test_export.py: both must accept and refuse the same ones.
+TEST_CASE("headscan.json: the cases the exporters' checker agrees on", "[metadata][errors]") {
+  std::ifstream file(std::string(HEADSCAN_SOURCE_DIR) + "/tests/fixtures/headscan_json_cases.json");
+  REQUIRE(file);
+  std::stringstream contents;
+  contents << file.rdbuf();
+  const nlohmann::json cases = nlohmann::json::parse(contents.str()).at("cases");
+  REQUIRE(cases.size() > 50);
+  for (const nlohmann::json& entry : cases) {
+    std::string text;
+    if (entry.contains("text")) {
+      text = entry.at("text").get<std::string>();
+    } else if (entry.contains("nest")) {
+      const auto arrays = static_cast<std::size_t>(entry.at("nest").get<int>() - 1);
+      text = "{\"x\": " + std::string(arrays, '[') + std::string(arrays, ']') + "}";
+    } else {
+      text = "{\"x\": \"" + std::string(entry.at("pad").get<std::size_t>(), 'a') + "\"}";
+    }
+    INFO("case " << entry.dump().substr(0, 200));
+    const std::string message = error_of(text);
+    CHECK(message.empty() == entry.at("accepted").get<bool>());
+    if (entry.contains("field")) CHECK_THAT(message, Contains(entry.at("field").get<std::string>()));
   }
 }

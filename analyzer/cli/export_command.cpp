@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,29 @@ fs::path package_parent(const fs::path& executable) {
   return {};
 }
 
+// What Python runs, with `python -c`: `python -m headscan` would put the working directory first on
+// sys.path (a model directory's argparse.py or torch.py would then run in place of the real one);
+// -c puts "" (the working directory) there, dropped before anything is imported (`sys` is built in).
+// -P (PYTHONSAFEPATH) does the same but needs Python 3.11, and torch supports 3.10.
+constexpr const char* kBootstrap =
+    "import sys\n"
+    "if sys.path and sys.path[0] == '':\n"
+    "    del sys.path[0]\n"
+    "from headscan._cli import main\n"
+    "main()\n";
+
+// $PYTHONPATH without its empty entries, each of which Python reads as the working directory.
+std::string without_empty_entries(const std::string& path) {
+  std::string kept;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    if (end > start) kept += (kept.empty() ? "" : ":") + path.substr(start, end - start);
+    start = end + 1;
+  }
+  return kept;
+}
+
 // The Python to run it with: $HEADSCAN_PYTHON (the console script `headscan` of the wheel sets it to
 // the interpreter it runs in), else the one this build was configured with.
 std::string python_interpreter() {
@@ -53,12 +77,13 @@ int run_export_command(int argc, char** argv) {
     return 2;
   }
   std::string python_path = parent.string();
-  if (const char* inherited = std::getenv("PYTHONPATH"); inherited != nullptr && *inherited != '\0') {
-    python_path += std::string(":") + inherited;
+  if (const char* inherited = std::getenv("PYTHONPATH"); inherited != nullptr) {
+    if (const std::string kept = without_empty_entries(inherited); !kept.empty()) python_path += ":" + kept;
   }
   ::setenv("PYTHONPATH", python_path.c_str(), 1);
   const std::string python = python_interpreter();
-  std::vector<std::string> arguments{python, "-m", "headscan", "export"};
+  // sys.argv is then ["-c", "export", ARGS...], which headscan._cli.main reads as `headscan export ARGS`.
+  std::vector<std::string> arguments{python, "-c", kBootstrap, "export"};
   for (int i = 1; i < argc; ++i) arguments.emplace_back(argv[i]);
   std::vector<char*> pointers;
   for (std::string& argument : arguments) pointers.push_back(argument.data());

@@ -11,6 +11,7 @@ namespace {
 
 constexpr const char* kExpected =
     "{\"name\": string, \"bos_token\": string, \"max_length\": integer, \"causal\": bool, \"n_kv_heads\": integer, \"step\": integer, \"min_length\": integer, "
+    "\"checked_length\": integer, "
     "\"layers\": [{\"index\": integer, \"path\": string, \"kind\": string}]}";
 constexpr const char* kWhatToDo = "fix headscan.json inside the archive (torch.jit.save's _extra_files, or extra/ of a .pt2)";
 
@@ -99,6 +100,7 @@ ModelMetadata parse_model_metadata(const std::string& text, const std::string& o
   metadata.bos_token = string_field(doc, "bos_token", origin);
   metadata.max_length = integer_field(doc, "max_length", 2, kMaxMetadataLength, origin);
   metadata.min_length = integer_field(doc, "min_length", 2, kMaxMetadataLength, origin);
+  metadata.checked_length = integer_field(doc, "checked_length", 2, kMaxMetadataLength, origin);
   if (metadata.min_length && metadata.max_length && *metadata.min_length > *metadata.max_length) {
     throw InputError(fmt::format("{}: min_length {} is above max_length {}; {}", origin, *metadata.min_length,
                                  *metadata.max_length, kWhatToDo));

@@ -1,7 +1,9 @@
 #pragma once
 // headscan.json, the metadata file inside a model archive: {"name", "bos_token", "max_length",
-// "causal", "n_kv_heads", "step", "layers", "min_length"}, every field optional. Read without LibTorch (and fuzzed so:
-// tests/fuzz/fuzz_headscan_json.cpp).
+// "causal", "n_kv_heads", "step", "layers", "min_length", "checked_length"}, every field optional.
+// Read without LibTorch (and fuzzed so: tests/fuzz/fuzz_headscan_json.cpp). The exporters check
+// what they write as this reads it (analyzer/python/headscan/_export/headscan_json.py; both agree on
+// tests/fixtures/headscan_json_cases.json).
 
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +16,7 @@ namespace headscan {
 
 // Bounds on headscan.json (README, "Fuzzing and limits").
 constexpr std::size_t kMaxMetadataBytes = std::size_t{1} << 20;    // 1 MiB; real files hold a few lines
-constexpr std::int64_t kMaxMetadataLength = std::int64_t{1} << 20;  // max_length, as --max-length
+constexpr std::int64_t kMaxMetadataLength = std::int64_t{1} << 20;  // the lengths, as --max-length
 constexpr int kMaxMetadataKvHeads = 4096;                           // n_kv_heads
 constexpr std::int64_t kMaxMetadataStep = std::int64_t{1} << 53;    // step, exact in a JSON number
 constexpr int kMaxMetadataLayers = 4096;                            // entries of layers
@@ -26,6 +28,9 @@ struct ModelMetadata {
   // The shortest sequence the model takes (an exported program whose export raised the length's
   // lower bound): shorter batches are padded to it. 2 … kMaxMetadataLength.
   std::optional<std::int64_t> min_length;
+  // The longest sequence `headscan export` checked the program against the model at (its length
+  // checks stop at 4,096 tokens): a run may warn beyond it. 2 … kMaxMetadataLength.
+  std::optional<std::int64_t> checked_length;
   std::optional<bool> causal;
   std::optional<int> n_kv_heads;           // 1 … kMaxMetadataKvHeads
   std::optional<std::int64_t> step;        // a checkpoint's training step, 0 … kMaxMetadataStep

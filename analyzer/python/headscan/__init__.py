@@ -11,7 +11,16 @@ are the command line's (``max_length=128`` is ``--max-length 128``), with its de
 messages.
 """
 
-from __future__ import annotations
+import os as _os
+import sys as _sys
+
+# `python -m headscan …` puts the working directory first on sys.path, ahead of the standard library
+# and torch: a model directory's argparse.py or torch.py would be imported in their place. It is
+# dropped here, before anything else is imported (os and sys already are: no `from __future__`
+# either); Python's runpy has looked up a few modules of its own there already (contextlib,
+# functools, types, …), which `python -P -m` (3.11+) or the `headscan` command avoid.
+if _sys.argv[:1] == ["-m"] and _sys.path[:1] == [_os.getcwd()] and not getattr(_sys.flags, "safe_path", False):
+    del _sys.path[0]
 
 import torch  # noqa: F401  (loads LibTorch and torch's type casters before the core)
 

@@ -14,8 +14,10 @@ from typing import Any, Mapping, Optional, Union
 from ._core import InputError, RunError
 from ._export import ExportError, ExportInputError
 from ._export.exporter import export_model, extra_files
+from ._export.headscan_json import MAX_LENGTH
 from ._export.metadata import DEFAULT_MAX_LENGTH_CAP, choose_bos, default_name, model_positions, unpadded_tokenizer
 from ._export.model import refuse_encoder_decoder
+from ._export.output import Output
 from ._export.pt2 import package, package_to_memory
 
 # The longest sequence an export allows when max_length is not given: the model's positions, at most
@@ -85,15 +87,18 @@ def _max_length(module: Any, max_length: Optional[int]) -> int:
     if max_length is not None:
         if isinstance(max_length, str) and max_length.isdigit():
             max_length = int(max_length)
-        if isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral) or max_length < 2:
-            raise InputError(f"max_length={max_length!r}: give a whole number of tokens, at least 2")
+        if (isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral)
+                or not 2 <= max_length <= MAX_LENGTH):
+            raise InputError(f"max_length={max_length!r}: give a whole number of tokens from 2 to {MAX_LENGTH} "
+                             "(the longest sequence headscan runs)")
         return int(max_length)
     config = getattr(module, "config", None)
     positions = model_positions(config) if config is not None and hasattr(config, "model_type") else None
     if not positions:
         return DEFAULT_MAX_LENGTH
     sdpa = getattr(config, "_attn_implementation", None) == "sdpa"
-    return positions[0] if sdpa else min(positions[0], DEFAULT_MAX_LENGTH)
+    # A model of more positions than headscan runs (Llama 4 Scout's 10,485,760) is exported for MAX_LENGTH.
+    return min(positions[0], MAX_LENGTH) if sdpa else min(positions[0], DEFAULT_MAX_LENGTH)
 
 
 def _name(module: Any, config: Any) -> str:
@@ -177,20 +182,31 @@ def export(module: Any, out: Union[str, os.PathLike, None] = None, *, tokenizer:
     ``tokenizer``: a path of a tokenizer.json, a tokenizers.Tokenizer or a fast transformers
     tokenizer, embedded as the archive's tokenizer.json. ``metadata``: fields of headscan.json
     (``name``, ``bos_token``, ``causal``, …) over those chosen. ``out``: the path to write (a .pt2),
-    or None for an :class:`ExportedArchive` in memory, which ``scan()`` takes.
+    or None for an :class:`ExportedArchive` in memory, which ``scan()`` takes. An existing file at
+    ``out`` is replaced only when it is an earlier archive of an export; a directory or any other
+    file there is refused (InputError) before the module is exported.
 
     Raises InputError for a module that cannot be exported (with the reason) and RunError where a
     check fails.
     """
-    exported, text = _export(module, tokenizer, metadata, max_length)
-    files = extra_files(exported, text)
     if out is None:
-        descriptor, path = package_to_memory(exported.program, files)
+        exported, text = _export(module, tokenizer, metadata, max_length)
+        descriptor, path = package_to_memory(exported.program, extra_files(exported, text))
         return ExportedArchive(descriptor, path, exported.metadata, exported.layers)
     out = os.fspath(out)
     if not out.endswith(".pt2"):
         raise InputError(f"{out}: the archive's name must end in .pt2 (an exported program)")
-    package(out, exported.program, files)
+    # OUT is checked and staged before the export (output.py): an earlier archive of an export is
+    # replaced, a directory or any other file refused.
+    try:
+        with Output(out, force=True) as output:
+            exported, text = _export(module, tokenizer, metadata, max_length)
+            files = extra_files(exported, text)
+            output.write(lambda temporary: package(temporary, exported.program, files))
+    except ExportInputError as error:
+        raise InputError(f"{out}: {error}") from None
+    except ExportError as error:
+        raise RunError(f"{out}: {error}") from None
     return Path(out)
 
 

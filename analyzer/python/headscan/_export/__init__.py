@@ -14,6 +14,9 @@ program   torch.export, the observers placed on the attention probabilities;
 layers    the model's layers as it numbers them, with their kinds;
 pt2       the checks on the exported program and the .pt2 archive written (to a file or to memory);
 exporter  a live model exported and checked: the program and its headscan.json;
+headscan_json  headscan.json checked as the runner reads it (analyzer/model/model_metadata.cpp);
+output    OUT.pt2 checked before the export, staged beside it, renamed into place; SIGTERM, a full
+          disk, staging folders of killed exports;
 command   `headscan export`'s command line (python -m headscan export, or python -m _export).
 
 This package imports nothing of headscan's (scripts/export_hf.py loads it as a top-level package,

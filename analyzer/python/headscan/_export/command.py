@@ -33,8 +33,14 @@ What it writes
   stack with its index, module path and kind (attention, linear attention, state space,
   convolution, none), and "min_length", the shortest length the program takes, where it is more
   than 2 (a branch on short lengths in the model's Python: shorter sequences must be padded to it).
-  "attention": "headscan", "sdpa" or "eager" (above). The fields are chosen as scripts/export_hf.py chooses
-  them, max_length's default as said above.
+  "attention": "headscan", "sdpa" or "eager" (above); "checked_length", the longest length the checks
+  below compared the program with the model at. The fields are chosen as scripts/export_hf.py
+  chooses them, max_length's default as said above, at most 1,048,576 (the longest sequence headscan
+  runs); headscan.json is checked as a run reads it before anything is written.
+  OUT.pt2 is checked before the model is loaded: a new path, or with --force an earlier archive of
+  headscan export (any other file, a directory or a folder that cannot be written is exit 2). It is
+  written in .headscan-export.XXXXXXXX/ beside it and renamed into place: a full disk is exit 1 with
+  OUT as it was; Ctrl-C (exit 130) and SIGTERM (exit 143) remove the folder.
 
 Checks before saving, on the exported program against the model: attention rows sum to at most 1;
 the output equals the model's on other batch sizes and lengths, at each of the model's block sizes
@@ -49,10 +55,12 @@ import warnings
 from . import ExportError, ExportInputError
 from .attention import MODES, exact_attention, refuse_sdpa, sdpa_unavailable
 from .exporter import Wrapper, export_model, extra_files
+from .headscan_json import MAX_LENGTH
 from .layers import describe_layers
 from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, default_name, load_tokenizer_json,
                        model_positions, unpadded_tokenizer)
 from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_encoder_decoder
+from .output import Output, Terminated, sigterm_unwinds
 from .pt2 import package
 
 PROG = "headscan export"
@@ -70,7 +78,8 @@ def add_model_options(parser):
     parser.add_argument("--bos", metavar="TOKEN",
                         help="headscan.json bos_token: a token of the tokenizer, or 'none' for no BOS "
                              "(default: the template's first token, else the model's BOS)")
-    parser.add_argument("--max-length", type=int, metavar="N", help="headscan.json max_length (default: see below)")
+    parser.add_argument("--max-length", type=length_option, metavar="N",
+                        help=f"headscan.json max_length, 2 to {MAX_LENGTH} (default: see below)")
     parser.add_argument("--max-length-cap", type=int, metavar="N",
                         help=f"upper bound of the default max_length (default: {DEFAULT_MAX_LENGTH_CAP} for eager "
                              "attention, none for SDPA attention)")
@@ -91,6 +100,18 @@ def add_model_options(parser):
                         help="allow the model's own Python code (config.json auto_map), as transformers does")
 
 
+def length_option(text):
+    """--max-length: a whole number of tokens within what a run reads (headscan_json.MAX_LENGTH)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of tokens, found {text!r}") from None
+    if not 2 <= value <= MAX_LENGTH:
+        raise argparse.ArgumentTypeError(f"expected 2 to {MAX_LENGTH} tokens (the longest sequence headscan runs), "
+                                         f"found {value}")
+    return value
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n", 1)[0],
                                      epilog=__doc__.split("\n\n", 2)[2],
@@ -105,12 +126,13 @@ def parse_args(argv):
                              "SDPA where transformers has it for the model and its output equals eager attention's, "
                              "in headscan's implementation (no [B, 1, T, T] mask, no repeated key/value heads) where "
                              "that equals it too, else eager")
+    parser.add_argument("--force", action="store_true",
+                        help="replace OUT.pt2 when it is an earlier archive of headscan export (any other file "
+                             "there is refused, never replaced)")
     parser.add_argument("--device", default="cpu", metavar="DEVICE",
                         help="where the program runs: cpu (default) or cuda[:N]; an exported program holds its "
                              "device, and headscan runs it there")
     args = parser.parse_args(argv)
-    if args.max_length is not None and args.max_length < 2:
-        parser.error("--max-length must be at least 2")
     if args.max_length_cap is not None and args.max_length_cap < 2:
         parser.error("--max-length-cap must be at least 2")
     args.prog = PROG  # the name of warnings
@@ -143,6 +165,12 @@ def export(args):
     if not args.output.endswith(".pt2"):
         raise ExportInputError(f"{args.output}: the archive's name must end in .pt2 (an exported program); "
                                "scripts/export_hf.py writes TorchScript archives (.pt)")
+    # OUT is checked and its staging folder made before anything is loaded.
+    with Output(args.output, args.force) as output:
+        export_to(args, output)
+
+
+def export_to(args, output):
     device = parse_device(args.device)
     config = read_config(args.model_dir, args.trust_remote_code)
     refuse_encoder_decoder(config, ExportInputError)
@@ -180,7 +208,8 @@ def export(args):
               f"batch: {attention_reason}", file=sys.stderr)
         model.set_attn_implementation("sdpa")
         exported = exported_with(attention_reason)
-    package(args.output, exported.program, extra_files(exported, tokenizer_text))
+    files = extra_files(exported, tokenizer_text)
+    output.write(lambda temporary: package(temporary, exported.program, files))
 
     metadata = exported.metadata
     print(f"{args.output}: {type(model).__name__}, {len(exported.numbers)} attention layer{'' if len(exported.numbers) == 1 else 's'}, {exported.dtype}, "
@@ -199,7 +228,8 @@ def export(args):
         print(f"  n_kv_heads: {metadata['n_kv_heads']}")
     print(f"  layers: {describe_layers(exported.layers, exported.numbers)}")
     print(f"  checked: the model's output at {', '.join(map(str, sorted(exported.exact)))} tokens "
-          f"(blocks of {', '.join(map(str, sorted(exported.blocks)))} tokens)")
+          f"(blocks of {', '.join(map(str, sorted(exported.blocks)))} tokens; checked_length "
+          f"{metadata['checked_length']})")
     if exported.missing:
         print(f"  no logits: {exported.missing}")
 
@@ -256,15 +286,23 @@ def load_with_attention(args, config, tokenizer, bos_token, device):
 
 def exit_code(prog, export_function, args):
     """Runs export_function(args): 0, or the reason on stderr and 2 for what cannot be exported (an
-    ExportInputError), 1 for a check that failed (an ExportError). The exit codes of both exporters."""
+    ExportInputError), 1 for a check that failed (an ExportError), 130 for Ctrl-C and 143 for
+    SIGTERM (sigterm_unwinds), each one line. The exit codes of both exporters. The line names the
+    error's path (OUT, output.py) or else MODEL_DIR."""
     try:
         export_function(args)
     except ExportInputError as e:
-        print(f"{prog}: error: {args.model_dir}: {e}", file=sys.stderr)
+        print(f"{prog}: error: {getattr(e, 'path', None) or args.model_dir}: {e}", file=sys.stderr)
         return 2
     except ExportError as e:
-        print(f"{prog}: error: {args.model_dir}: {e}", file=sys.stderr)
+        print(f"{prog}: error: {getattr(e, 'path', None) or args.model_dir}: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted (Ctrl-C); nothing was written", file=sys.stderr)
+        return 130
+    except Terminated:
+        print(f"{prog}: terminated (SIGTERM); nothing was written", file=sys.stderr)
+        return 143
     return 0
 
 
@@ -274,7 +312,8 @@ def main(argv=None):
     # whether the program is right is checked.
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
-    return exit_code(PROG, export, args)
+    with sigterm_unwinds():
+        return exit_code(PROG, export, args)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,11 @@ headscan.export() both call export_model()."""
 
 import contextlib
 import inspect
-import json
 from dataclasses import dataclass, field
 
 import torch
 
-from . import ExportError, checks, headscan_attention
+from . import ExportError, ExportInputError, checks, headscan_attention, headscan_json
 from .model import example_rows, missing_outputs, padded_batch
 from .ops import define
 from .program import exported_program
@@ -118,6 +117,11 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     (headscan.json "attention_reason")."""
     if model.training:
         raise ExportError("the model is in training mode (dropout): call model.eval() before exporting it")
+    # What headscan.json will say that is given, checked before the export as a run reads it.
+    given = {**(metadata or {}), "max_length": max_length}
+    given.update({"bos_token": bos_token} if bos_token is not None else {})
+    given.update({"causal": causal} if causal is not None else {})
+    check_metadata(given)
     tokenizer = tokenizer if tokenizer is not None else NoTokenizer()
     if vocab_size is None:
         embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
@@ -183,6 +187,9 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     document.update(fields)
     if layers is not None:
         document["layers"] = layers
+    # The longest length the program was compared with the model at: a run may warn beyond it.
+    document["checked_length"] = max(exact)
+    check_metadata(document)
     return Exported(program=ep, metadata=document, layers=layers, numbers=numbers, exact=exact, blocks=blocks,
                     dtype=dtype, causal_source=causal_source, attention=attention, missing=missing)
 
@@ -201,8 +208,16 @@ def attention_kind(ep, model):
                                                                                  f"{computed} and eager")
 
 
+def check_metadata(document):
+    """headscan.json as every run reads it (headscan_json.py), else ExportInputError."""
+    try:
+        headscan_json.check_document(document)
+    except headscan_json.MetadataError as e:
+        raise ExportInputError(f"{e}: no run would read the archive") from None
+
+
 def extra_files(exported, tokenizer_text):
-    files = {"headscan.json": json.dumps(exported.metadata, ensure_ascii=False, indent=1) + "\n"}
+    files = {"headscan.json": headscan_json.text_of(exported.metadata)}
     if tokenizer_text is not None:
         files["tokenizer.json"] = tokenizer_text
     return files

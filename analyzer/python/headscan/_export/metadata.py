@@ -5,7 +5,8 @@ import os
 import re
 import sys
 
-from . import ExportError
+from . import ExportInputError
+from .headscan_json import MAX_LENGTH
 
 ROBERTA_POSITION_MODELS = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl",
                            "data2vec-text", "longformer", "ibert", "luke", "mpnet"}
@@ -22,10 +23,23 @@ HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)
 
 
 def read_json(path):
+    """A JSON object of the model directory ({} where the file is missing); anything else in it is
+    bad input (ExportInputError naming the file)."""
     if not os.path.isfile(path):
         return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+    except OSError as e:
+        raise ExportInputError(f"cannot read {path} ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise ExportInputError(f"{path} is not UTF-8 text (byte {e.start}): not a JSON file; fix or remove it") from None
+    except ValueError as e:
+        raise ExportInputError(f"{path} is not JSON ({e}); fix or remove it") from None
+    if not isinstance(document, dict):
+        raise ExportInputError(f"{path} holds a JSON {type(document).__name__}, where a JSON object is expected; "
+                               "fix or remove it")
+    return document
 
 
 def load_tokenizer_json(model_dir, tokenizer_path, trust_remote_code):
@@ -34,29 +48,36 @@ def load_tokenizer_json(model_dir, tokenizer_path, trust_remote_code):
 
     path = tokenizer_path or os.path.join(model_dir, "tokenizer.json")
     if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise ExportInputError(f"cannot read {path} ({e.strerror})") from None
+        except UnicodeDecodeError as e:
+            raise ExportInputError(f"{path} is not UTF-8 text (byte {e.start}): not a tokenizer.json; give the "
+                                   "model's tokenizer.json (or one with --tokenizer FILE)") from None
         try:
             Tokenizer.from_str(text)
         except Exception as e:  # noqa: BLE001 - the library's message is the useful part
-            raise ExportError(f"{path} is not a tokenizer.json the tokenizers library reads: {e}") from e
+            raise ExportInputError(f"{path} is not a tokenizer.json the tokenizers library reads: "
+                                   f"{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}") from None
         return text, path
     if tokenizer_path:
-        raise ExportError(f"--tokenizer {tokenizer_path}: no such file")
+        raise ExportInputError(f"--tokenizer {tokenizer_path}: no such file")
 
     from transformers import AutoTokenizer
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust_remote_code)
     except Exception as e:  # noqa: BLE001
-        raise ExportError(f"{model_dir} has no tokenizer.json and transformers could not load its tokenizer: {e}; "
-                          "give one with --tokenizer FILE") from e
+        raise ExportInputError(f"{model_dir} has no tokenizer.json and transformers could not load its tokenizer: "
+                               f"{e}; give one with --tokenizer FILE") from e
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         try:
             from transformers.convert_slow_tokenizer import convert_slow_tokenizer
             backend = convert_slow_tokenizer(tokenizer)
         except Exception as e:  # noqa: BLE001
-            raise ExportError(f"{model_dir} has no tokenizer.json and its {type(tokenizer).__name__} cannot be "
+            raise ExportInputError(f"{model_dir} has no tokenizer.json and its {type(tokenizer).__name__} cannot be "
                               f"converted to one ({e}); give one with --tokenizer FILE, or run headscan with "
                               "--tokenizer on the model's SentencePiece .model") from e
     return backend.to_str(), f"built by transformers' {type(tokenizer).__name__} from {model_dir}"
@@ -100,14 +121,14 @@ def choose_bos(requested, tokenizer, model_dir, config):
         if requested.lower() == "none":
             return None, "--bos none"
         if tokenizer.token_to_id(requested) is None:
-            raise ExportError(f"--bos {requested!r} is not a token of the tokenizer")
+            raise ExportInputError(f"--bos {requested!r} is not a token of the tokenizer")
         return requested, "--bos"
     prefix = template_prefix(tokenizer)
     if len(prefix) == 1:
         return tokenizer.id_to_token(prefix[0]), "the tokenizer's template"
     if len(prefix) > 1:
         pieces = " ".join(tokenizer.id_to_token(i) for i in prefix)
-        raise ExportError(f"the tokenizer's template puts {len(prefix)} tokens ({pieces}) before the text, but "
+        raise ExportInputError(f"the tokenizer's template puts {len(prefix)} tokens ({pieces}) before the text, but "
                           "headscan prepends one BOS; choose it with --bos TOKEN (or --bos none)")
     candidates = [(token_text(read_json(os.path.join(model_dir, "tokenizer_config.json")).get("bos_token")),
                    "tokenizer_config.json bos_token")]
@@ -142,12 +163,17 @@ def choose_max_length(args, config, model_dir, attention="eager"):
     attention (headscan computes it in row blocks) there is none, except for a model whose config
     names no positions."""
     positions = model_positions(config)
-    if args.max_length is not None:
+    if args.max_length is not None:  # within 2 .. MAX_LENGTH (command.length_option)
         if positions and args.max_length > positions[0]:
             print(f"{getattr(args, 'prog', 'export_hf.py')}: warning: --max-length {args.max_length} is more than the model's "
                   f"{positions[0]} positions ({positions[1]})", file=sys.stderr)
         return args.max_length, "--max-length"
+    # headscan runs sequences of at most MAX_LENGTH tokens (headscan.json's max_length): a model of
+    # more positions (Llama 4 Scout: 10,485,760) is exported for that many.
     limits = [positions] if positions else []
+    if positions and positions[0] > MAX_LENGTH:
+        limits.append((MAX_LENGTH, f"headscan's longest sequence, {MAX_LENGTH:,} tokens, below the model's "
+                                   f"{positions[0]:,} positions"))
     model_max = read_json(os.path.join(model_dir, "tokenizer_config.json")).get("model_max_length")
     if isinstance(model_max, int) and 2 <= model_max < 10**7:
         limits.append((model_max, "tokenizer_config.json model_max_length"))
@@ -176,7 +202,7 @@ def default_name(model_dir):
         # AutoConfig replaces _name_or_path by the directory it loaded from: read the file itself.
         try:
             stored = read_json(os.path.join(path, "config.json")).get("_name_or_path")
-        except (OSError, ValueError):
+        except ExportInputError:
             stored = None
         if (isinstance(stored, str) and HUB_NAME.match(stored)
                 and os.path.basename(stored).lower() not in GENERIC_FOLDER_NAMES):

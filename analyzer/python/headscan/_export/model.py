@@ -114,7 +114,7 @@ def read_config(model_dir, trust_remote_code):
     try:
         return AutoConfig.from_pretrained(model_dir, trust_remote_code=trust_remote_code)
     except Exception as e:  # noqa: BLE001
-        raise ExportError(f"transformers could not read {model_dir}/config.json: {e}") from e
+        raise ExportInputError(f"transformers could not read {model_dir}/config.json: {one_line(e)}") from None
 
 
 def refuse_encoder_decoder(config, error):
@@ -154,7 +154,7 @@ def model_class(config, requested, trust_remote_code):
     if requested:
         cls = getattr(transformers, requested, None)
         if cls is None:
-            raise ExportError(f"--model-class {requested}: transformers {transformers.__version__} has no such class")
+            raise ExportInputError(f"--model-class {requested}: transformers {transformers.__version__} has no such class")
         return cls
     if trust_remote_code and getattr(config, "auto_map", None):
         for auto in (AutoModelForCausalLM, AutoModelForMaskedLM):
@@ -172,6 +172,11 @@ def model_class(config, requested, trust_remote_code):
     return AutoModel
 
 
+def one_line(error):
+    """An exception's message on one line (transformers' and torch's span several)."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
 def load_model(args, config, attention="eager", cls=None):
     """The model in eval mode, its attention `attention` ("eager" or "sdpa"), of class `cls`
     (default: model_class)."""
@@ -180,9 +185,12 @@ def load_model(args, config, attention="eager", cls=None):
     try:
         model = cls.from_pretrained(args.model_dir, attn_implementation=attention, dtype=dtype,
                                     trust_remote_code=args.trust_remote_code)
-    except Exception as e:  # noqa: BLE001
-        raise ExportError(f"transformers could not load {args.model_dir} as {cls.__name__} with {attention} "
-                          f"attention: {type(e).__name__}: {e}") from e
+    except (MemoryError, torch.OutOfMemoryError) as e:  # a failure while running (exit 1), not bad input
+        raise ExportError(f"transformers ran out of memory loading {args.model_dir} as {cls.__name__}: "
+                          f"{one_line(e)}") from None
+    except Exception as e:  # noqa: BLE001 - missing or damaged weights, shapes that disagree with config.json
+        raise ExportInputError(f"transformers could not load {args.model_dir} as {cls.__name__} with {attention} "
+                               f"attention: {type(e).__name__}: {one_line(e)}") from None
     model.eval()
     return model
 
