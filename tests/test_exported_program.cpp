@@ -221,16 +221,57 @@ TEST_CASE("a forward stopped by its callback after the last attention block runs
   }
 }
 
+// The corpus pass's calls: the attention program where the archive has one, the model's program
+// whole where it has none; a TorchScript module leaves the stop to its caller.
+TEST_CASE("a forward as far as the last attention map gives the whole forward's attention", "[exported][e2e]") {
+  torch::jit::Module reference = torch::jit::load(fixture("pt2_reference.pt"));
+  const at::Tensor ids = reference.attr("ids_40").toTensor();
+  const at::Tensor mask = reference.attr("mask_40").toTensor();
+  for (const char* name : {"pt2_eager.pt2", "pt2_sdpa.pt2", "pt2_whole.pt2"}) {
+    INFO(name);
+    const auto model = InstrumentedModel::load(fixture(name));
+    at::Tensor logits;
+    const std::vector<at::Tensor> whole = captured(*model, ids, mask, nullptr, nullptr, &logits);
+    REQUIRE(whole.size() == 2);
+    REQUIRE(logits.defined());
+    // Twice: the second call runs the program the first loaded.
+    for (int call = 0; call < 2; ++call) {
+      std::vector<at::Tensor> maps;
+      CHECK(model->forward_attention(ids, &mask, [&](int layer, const at::Tensor& attention, std::int64_t first_row) {
+        if (first_row == 0) {
+          maps.push_back(attention.clone());
+        } else {
+          maps.back() = at::cat({maps.back(), attention}, /*dim=*/2);
+        }
+        CHECK(static_cast<std::size_t>(layer) + 1 == maps.size());
+      }));
+      REQUIRE(maps.size() == 2);
+      for (std::size_t layer = 0; layer < 2; ++layer) CHECK((maps[layer] - whole[layer]).abs().max().item<double>() == 0);
+    }
+    at::Tensor logits_after;
+    captured(*model, ids, mask, nullptr, nullptr, &logits_after);
+    REQUIRE(logits_after.defined());
+    CHECK((logits_after - logits).abs().max().item<double>() == 0);
+  }
+  const auto traced = InstrumentedModel::load(fixture("pt2_eager.pt"));
+  bool called = false;
+  CHECK_FALSE(traced->forward_attention(ids, &mask, [&](int, const at::Tensor&, std::int64_t) { called = true; }));
+  CHECK_FALSE(called);
+}
+
 TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads.json", "[exported][e2e]") {
   TempDir dir;
   const std::string corpus = dir.write("corpus.txt", word_corpus({30, 12, 50, 7, 41, 25, 33, 60}));
   // pt2_min_length is pt2_eager's program with headscan.json's min_length 40: the corpus's shorter
   // batches are padded to 40 tokens, which must change nothing.
-  for (const std::string name : {"pt2_eager", "pt2_sdpa", "pt2_min_length"}) {
+  // pt2_whole is pt2_eager's program without the attention program: its corpus pass runs whole.
+  for (const std::string name : {"pt2_eager", "pt2_sdpa", "pt2_min_length", "pt2_whole"}) {
     INFO(name);
     const CommandResult exported = analyse(fixture(name + ".pt2"), corpus, dir / (name + "-pt2"));
     REQUIRE(exported.exit_code == 0);
-    const std::string trace = name == "pt2_min_length" ? "pt2_eager" : name;
+    // -q: nothing on stderr (NativeRT logs every exception that passes through it).
+    CHECK(exported.err.empty());
+    const std::string trace = name == "pt2_min_length" || name == "pt2_whole" ? "pt2_eager" : name;
     const CommandResult traced = analyse(fixture(trace + ".pt"), corpus, dir / (name + "-pt"));
     REQUIRE(traced.exit_code == 0);
     const nlohmann::json a = read_json(dir / (name + "-pt2") / "heads.json");
@@ -279,6 +320,22 @@ TEST_CASE("what the .pt2 loader cannot run is bad input", "[exported][errors][e2
     CHECK_THAT(refused(fixture("pt2_short_weight.pt2")),
                Contains("pt2_short_weight.pt2: record data/weights/") && Contains("holds") &&
                    Contains("tokens.weight") && Contains("headscan export"));
+  }
+  SECTION("a weight record that inflates beyond its tensor") {
+    CHECK_THAT(refused(fixture("pt2_inflated_weight.pt2")),
+               Contains("pt2_inflated_weight.pt2: record data/weights/") && Contains("once inflated") &&
+                   Contains("tokens.weight") && Contains("headscan export"));
+  }
+  SECTION("a record of no tensor beyond its bound") {
+    CHECK_THAT(refused(fixture("pt2_large_record.pt2")),
+               Contains("record data/sample_inputs/extra.pt") && Contains("67108864 bytes once inflated"));
+  }
+  SECTION("a device LibTorch cannot parse") {
+    CHECK_THAT(refused(fixture("pt2_bogus_device.pt2")),
+               Contains("pt2_bogus_device.pt2: record models/model.json") && Contains("bogus") &&
+                   Contains("device"));
+    CHECK_THAT(refused(fixture("pt2_negative_device.pt2")),
+               Contains("pt2_negative_device.pt2: record models/model.json") && Contains("-5"));
   }
   SECTION("an operator LibTorch lacks") {
     CHECK_THAT(refused(fixture("pt2_unknown_op.pt2")),

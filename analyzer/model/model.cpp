@@ -54,6 +54,10 @@ void InstrumentedModel::note_attention_block_use(const AttentionBlockUse& use) {
   }
 }
 
+bool InstrumentedModel::forward_attention(const at::Tensor&, const at::Tensor*, const AttentionCallback&) {
+  return false;
+}
+
 std::string InstrumentedModel::capture_method() const { return softmax_count() > 0 ? "graph" : "outputs"; }
 
 std::unique_ptr<InstrumentedModel> InstrumentedModel::load(const std::string& path, const std::string& dtype,

@@ -127,6 +127,12 @@ class InstrumentedModel {
   // scaled, and then `scales` must be null. So with `edit` (AttentionEdit).
   virtual ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
                                 const HeadScales* scales = nullptr, const AttentionEdit* edit = nullptr) = 0;
+  // Runs the forward as far as its last attention map, where the model can end there by itself
+  // (an exported program that carries its attention program, or one that runs whole without
+  // stopping through NativeRT), handing the attention to `on_attention` as forward() does; returns
+  // false, having run nothing, where the caller must stop the forward itself (a TorchScript module:
+  // an exception out of the callback unwinds the interpreter, which logs nothing).
+  virtual bool forward_attention(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention);
 
  protected:
   InstrumentedModel() = default;

@@ -177,6 +177,7 @@ ForwardOutput RunState::forward_call(const std::vector<Sequence>& batch, std::op
   // runs once per call, and there are as many as the layers the first sequence showed (a model
   // whose depth depends on its input keeps running whole, and is refused when it breaks the shape).
   stop_after_attention = stop_after_attention && model->attention_runs_once() && model->softmax_count() == shape.layers;
+  bool unwind = false;  // the callback stops the forward (only where the model cannot end there itself)
   const AttentionCallback on_attention = [&](int layer, const at::Tensor& attention, std::int64_t first_row) {
     if (layer >= shape.layers || attention.size(1) != shape.heads) {
       throw InputError(fmt::format(
@@ -202,13 +203,14 @@ ForwardOutput RunState::forward_call(const std::vector<Sequence>& batch, std::op
                                  attention[static_cast<std::int64_t>(b)], first_row);
       }
     }
-    if (stop_after_attention && layer == shape.layers - 1 && first_row + attention.size(2) == rows) {
-      throw ForwardStopped();
-    }
+    if (unwind && layer == shape.layers - 1 && first_row + attention.size(2) == rows) throw ForwardStopped();
   };
   ForwardOutput output;
   try {
-    output = model->forward(tensors.ids, &tensors.mask, on_attention, scales, edit);
+    if (!stop_after_attention || !model->forward_attention(tensors.ids, &tensors.mask, on_attention)) {
+      unwind = stop_after_attention;
+      output = model->forward(tensors.ids, &tensors.mask, on_attention, scales, edit);
+    }
   } catch (const ForwardStopped&) {
     // Every layer's attention has been read; the rest of the forward is not needed.
   }

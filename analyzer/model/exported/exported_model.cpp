@@ -75,8 +75,28 @@ struct ExportedState {
   std::string tokenizer_json;
   ExportedProgramInfo program;
   ForwardSetting setting;
+  // One of the archive's programs at a time, loaded when a call needs it (each holds the weights
+  // it uses): "model", or kAttentionProgram.
   std::unique_ptr<torch::nativert::ModelRunnerHandle> runner;
+  std::string runner_program;
 };
+
+// NativeRT's runner of `program` in the archive at `path`; InputError when NativeRT cannot load it.
+std::unique_ptr<torch::nativert::ModelRunnerHandle> load_runner(const std::string& path, const std::string& program) {
+  try {
+    const QuietLog quiet;
+    return std::make_unique<torch::nativert::ModelRunnerHandle>(path, program);
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    const auto* error = dynamic_cast<const c10::Error*>(&e);
+    const std::string what = error != nullptr ? error->what_without_backtrace() : e.what();
+    throw InputError(fmt::format("{}: expected {}, but NativeRT (LibTorch {}) cannot load its program \"{}\" ({}); "
+                                 "the archive is damaged or was written by another PyTorch: copy it again, or {}",
+                                 path, kExportedExpected, TORCH_VERSION, program, printable(what),
+                                 kExportProgramAgain));
+  }
+}
 
 class ExportedProgram final : public InstrumentedModel {
  public:
@@ -99,11 +119,37 @@ class ExportedProgram final : public InstrumentedModel {
 
   ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
                         const HeadScales* scales, const AttentionEdit* edit) override {
+    return run(ids, mask, on_attention, scales, edit, "model");
+  }
+
+  // The corpus pass calls this for every batch: the attention program, where the archive has one
+  // and the model's program is not the one loaded (the shape's first call and the passes after the
+  // corpus pass run the model's; switching costs a load of the weights, so the model's program,
+  // once loaded again, serves the few calls that follow it whole). An archive without the
+  // attention program runs whole: stopping it from the callback would be an exception through
+  // NativeRT, which logs each.
+  bool forward_attention(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention) override {
+    const bool cut = state_.program.attention_program &&
+                     (state_.runner_program != "model" || !model_program_used_after_cut_);
+    run(ids, mask, on_attention, nullptr, nullptr, cut ? kAttentionProgram : "model");
+    return true;
+  }
+
+ private:
+  ForwardOutput run(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
+                    const HeadScales* scales, const AttentionEdit* edit, const std::string& program) {
     TORCH_CHECK(ids.dim() == 2, "input ids must be [B,T], got ", ids.sizes());
     if (scales != nullptr) {
       for (const at::Tensor& scale : *scales) {
         if (scale.defined() && scale.requires_grad()) throw InputError(fmt::format("{}: {}", state_.path, kNoGradients));
       }
+    }
+    if (state_.runner_program != program) {
+      if (program == "model" && state_.runner_program == kAttentionProgram) model_program_used_after_cut_ = true;
+      state_.runner.reset();  // one program's weights in memory at a time
+      state_.runner_program.clear();
+      state_.runner = load_runner(state_.path, program);
+      state_.runner_program = program;
     }
     const std::int64_t batch = ids.size(0);
     const std::int64_t length = ids.size(1);
@@ -136,11 +182,12 @@ class ExportedProgram final : public InstrumentedModel {
     const c10::IValue output =
         run_forward(state_.setting, scope, batch, length, [&] { return state_.runner->run(inputs, {}); });
     note_attention_block_use(scope.block_use());
+    if (program != "model") return ForwardOutput{};
     return ForwardOutput{logits_of(output, batch, length)};
   }
 
- private:
   ExportedState state_;
+  bool model_program_used_after_cut_ = false;
 };
 
 LayerNumbering layers_of(const ExportedState& state) {
@@ -215,18 +262,8 @@ std::unique_ptr<InstrumentedModel> load_exported_program(const std::string& path
   for (const std::string& input : program.inputs) arguments.push_back(input + ": Tensor");
   state.setting.schema = fmt::format("forward({}) -> Tensor", fmt::join(arguments, ", "));
   state.layers = layers_of(state);
-  try {
-    const QuietLog quiet;
-    state.runner = std::make_unique<torch::nativert::ModelRunnerHandle>(path, "model");
-  } catch (const std::bad_alloc&) {
-    throw;
-  } catch (const std::exception& e) {
-    const auto* error = dynamic_cast<const c10::Error*>(&e);
-    const std::string what = error != nullptr ? error->what_without_backtrace() : e.what();
-    throw InputError(fmt::format("{}: expected {}, but NativeRT (LibTorch {}) cannot load it ({}); the archive is "
-                                 "damaged or was written by another PyTorch: copy it again, or {}",
-                                 path, kExportedExpected, TORCH_VERSION, printable(what), kExportProgramAgain));
-  }
+  state.runner = load_runner(path, "model");
+  state.runner_program = "model";
   return std::make_unique<ExportedProgram>(std::move(state));
 }
 

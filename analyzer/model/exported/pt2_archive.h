@@ -22,6 +22,10 @@ inline constexpr const char* kExportProgramAgain = "export the model again with 
 // The bound on models/model.json and the weights' config records.
 inline constexpr std::uint64_t kMaxProgramBytes = 256ull << 20;
 
+// The program beside "model" that ends at the model's last attention map (headscan export writes
+// it: analyzer/python/headscan/_export/attention_program.py), which the corpus pass runs.
+inline constexpr const char* kAttentionProgram = "attention";
+
 // The program headscan runs: the model "model" of the archive.
 struct ExportedProgramInfo {
   std::vector<std::string> inputs;   // the forward's inputs, in order ("input_ids", "attention_mask")
@@ -30,14 +34,18 @@ struct ExportedProgramInfo {
   std::vector<std::string> operators;  // every operator the graph calls, "aten::softmax.int", once each
   std::string dtype;   // the dtype of most floating-point weight elements ("float32"; float32 if none)
   std::string device;  // where its weights live ("cpu", "cuda:0")
+  // Whether the archive holds kAttentionProgram, checked as "model" is, with the same inputs and
+  // observers.
+  bool attention_program = false;
 };
 
 // Whether the zip is a .pt2 package: its archive_format record says "pt2".
 bool is_pt2_archive(const ModelZip& zip);
 
-// Checks the archive for NativeRT (archive_format, models/model.json, every weight and constant
-// record against the tensor it holds, extra/headscan.json and extra/tokenizer.json within their
-// bounds) and reads the program's inputs, observers, dtype and device. Throws InputError naming the
+// Checks the archive for NativeRT (archive_format, models/model.json and models/attention.json
+// where present, every weight and constant record holding exactly the bytes its tensors read, every
+// other record within its bound: extra/headscan.json, extra/tokenizer.json, the programs and their
+// configs, 16 MiB for anything else) and reads the program's inputs, observers, dtype and device. Throws InputError naming the
 // archive, the record and what to do.
 ExportedProgramInfo check_pt2_archive(const ModelZip& zip);
 

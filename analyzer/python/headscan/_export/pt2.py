@@ -13,6 +13,7 @@ import tempfile
 import torch
 
 from . import ExportError, ExportInputError, checks
+from .attention_program import package_programs
 from .model import example_rows
 from .ops import attention_math, define
 
@@ -132,25 +133,21 @@ def package(path, ep, extra_files):
     """Writes the .pt2 archive to `path`: beside it under its own name (the archive's inner folder
     is named after the file), then renamed into place, so an interrupted export leaves no partial
     file."""
-    from torch.export.pt2_archive._package import package_pt2
-
     out_dir = os.path.dirname(os.path.abspath(path))
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".headscan-export.", dir=out_dir) as temporary_dir:
         temporary = os.path.join(temporary_dir, os.path.basename(path))
-        package_pt2(temporary, exported_programs={"model": ep}, extra_files=extra_files)
+        package_programs(temporary, ep, extra_files)
         os.replace(temporary, path)
 
 
 def package_to_memory(ep, extra_files, name="model.pt2"):
     """The archive in an anonymous in-memory file: (its descriptor, a path that opens it,
     /proc/self/fd/N). The file lives while the descriptor is open."""
-    from torch.export.pt2_archive._package import package_pt2
-
     descriptor = os.memfd_create(name, 0)
     try:
         with os.fdopen(os.dup(descriptor), "w+b") as f:
-            package_pt2(f, exported_programs={"model": ep}, extra_files=extra_files)
+            package_programs(f, ep, extra_files)
     except BaseException:
         os.close(descriptor)
         raise

@@ -1,0 +1,107 @@
+"""The attention program: the exported program cut after its last attention map, packaged beside
+the model's program ("model") as "attention" in the same .pt2 archive, its weights the model's own
+records.
+
+headscan's corpus pass reads attention only, so whatever follows the last headscan::attention or
+headscan::observe node (the last layer's output projection and MLP, the final norm, the vocabulary
+projection) is work it does not need. Stopping the forward there from inside the program would
+mean an exception through NativeRT, which logs each one with two stack traces; a program that
+ends there does not. The cut is the model's graph itself with its output moved to the last
+attention node and dead code eliminated: every node it keeps is the model program's node, and the
+placeholders of weights it no longer reads are dropped, so that NativeRT loads only the weights it
+uses.
+"""
+
+import torch
+import torch.utils._pytree as pytree
+from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+from torch.export.graph_signature import ExportGraphSignature, InputKind, OutputKind, OutputSpec, TensorArgument
+
+from .ops import ATTENTION, OBSERVE
+
+ATTENTION_PROGRAM = "attention"
+
+
+def _is_observer(node):
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    return node.target._schema.name in (OBSERVE, ATTENTION)
+
+
+def cut_after_attention(ep):
+    """The program `ep` ending at its last headscan observer, which it returns, or None when the
+    cut would leave out no work (no observer, or nothing computed after the last one)."""
+    nodes = list(ep.graph_module.graph.nodes)
+    observers = [i for i, node in enumerate(nodes) if _is_observer(node)]
+    if not observers or not any(node.op == "call_function" for node in nodes[observers[-1] + 1:]):
+        return None
+    graph = torch.fx.Graph()
+    copied = {}
+    for node in nodes[:observers[-1] + 1]:
+        copied[node] = graph.node_copy(node, lambda n: copied[n])
+    output = copied[nodes[observers[-1]]]
+    graph.output((output,))
+    graph.eliminate_dead_code()
+    signature = ep.graph_signature
+    user_inputs = {spec.arg.name for spec in signature.input_specs if spec.kind == InputKind.USER_INPUT}
+    for node in list(graph.nodes):
+        if node.op == "placeholder" and not node.users and node.name not in user_inputs:
+            graph.erase_node(node)
+    kept = {node.name for node in graph.nodes if node.op == "placeholder"}
+    input_specs = [spec for spec in signature.input_specs if spec.arg.name in kept]
+    targets = {spec.target for spec in input_specs if spec.target is not None}
+    module = torch.fx.GraphModule(ep.graph_module, graph)
+    call_graph = []
+    for entry in ep.module_call_graph:
+        call_signature = entry.signature
+        if entry.fqn == "" and call_signature is not None:
+            call_signature = ModuleCallSignature(
+                inputs=list(call_signature.inputs), outputs=[TensorArgument(name=output.name)],
+                in_spec=call_signature.in_spec, out_spec=pytree.tree_structure(output),
+                forward_arg_names=call_signature.forward_arg_names)
+        call_graph.append(ModuleCallEntry(fqn=entry.fqn, signature=call_signature))
+    return torch.export.ExportedProgram(
+        root=module, graph=module.graph,
+        graph_signature=ExportGraphSignature(
+            input_specs=input_specs,
+            output_specs=[OutputSpec(kind=OutputKind.USER_OUTPUT, arg=TensorArgument(name=output.name),
+                                     target=None)]),
+        state_dict={name: tensor for name, tensor in ep.state_dict.items() if name in targets},
+        range_constraints=dict(ep.range_constraints), module_call_graph=call_graph,
+        example_inputs=ep.example_inputs,
+        constants={name: value for name, value in ep.constants.items() if name in targets},
+        verifiers=ep.verifiers)
+
+
+def package_programs(f, ep, extra_files):
+    """Writes the .pt2 archive of `ep` to `f` (a path or a writable, seekable file) as torch.export's
+    package_pt2 does, with the attention program beside it (cut_after_attention) where the cut
+    leaves work out: its weights configuration names the model's weight records, so the archive
+    holds each weight once."""
+    from torch.export.pt2_archive._package import (PT2ArchiveWriter, _package_constants, _package_extra_files,
+                                                   _package_payload_config, _package_state_dict)
+    from torch.export.pt2_archive.constants import (CONSTANTS_CONFIG_FILENAME_FORMAT, MODELS_FILENAME_FORMAT,
+                                                    SAMPLE_INPUTS_FILENAME_FORMAT,
+                                                    WEIGHTS_CONFIG_FILENAME_FORMAT)
+    from torch._export.serde.schema import PayloadConfig
+    from torch._export.serde.serialize import serialize
+
+    def write_program(writer, name, program, weights, constants):
+        _package_payload_config(writer, weights, WEIGHTS_CONFIG_FILENAME_FORMAT.format(name))
+        _package_payload_config(writer, constants, CONSTANTS_CONFIG_FILENAME_FORMAT.format(name))
+        artifact = serialize(program)
+        writer.write_bytes(MODELS_FILENAME_FORMAT.format(name), artifact.exported_program)
+        writer.write_bytes(SAMPLE_INPUTS_FILENAME_FORMAT.format(name), artifact.example_inputs)
+
+    cut = cut_after_attention(ep)
+    with PT2ArchiveWriter(f) as writer:
+        weights = _package_state_dict("model", ep, writer)
+        constants = _package_constants("model", ep, writer)
+        write_program(writer, "model", ep, weights, constants)
+        if cut is not None:
+            write_program(writer, ATTENTION_PROGRAM, cut,
+                          PayloadConfig(config={k: v for k, v in weights.config.items() if k in cut.state_dict}),
+                          PayloadConfig(config={k: v for k, v in constants.config.items() if k in cut.constants}))
+        _package_extra_files(writer, extra_files)
+    if not isinstance(f, (str, bytes)) and hasattr(f, "seek"):
+        f.seek(0)
