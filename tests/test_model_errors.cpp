@@ -65,6 +65,21 @@ TEST_CASE("a model with NaN weights is bad input naming the layer", "[cli][error
   CHECK_FALSE(fs::exists(dir / "out"));
 }
 
+// A batch fails for one of its sequences: the error names the line that sequence came from, not
+// the batch's first line.
+TEST_CASE("a sequence longer than the position table is blamed on its own corpus line", "[cli][errors][e2e]") {
+  TempDir dir;
+  // Lines 1 to 3 fit the 40 positions, line 4 does not; all four run in one batch.
+  const std::string corpus = dir.write("corpus.txt", word_corpus({6, 9, 4, 60, 5}));
+  const CommandResult result = run_headscan(
+      {fixture("short_positions.pt"), corpus, "-o", (dir / "out").string(), "-q", "--parser", "none"});
+  CHECK(result.exit_code == kExitBadInput);
+  CHECK_THAT(result.err, StartsWith("headscan: error: ") && Contains("short_positions.pt (corpus line 4)") &&
+                             Contains("position table"));
+  CHECK_THAT(result.err, !Contains("corpus line 1"));
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
+
 // Damaged copies of a good archive (make_error_models.py): each is found before LibTorch reads the
 // archive, which would read out of bounds, accept it, or print a message cut at a NUL byte.
 TEST_CASE("a damaged model archive is bad input naming the archive and the record", "[cli][errors][e2e]") {

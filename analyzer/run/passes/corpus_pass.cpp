@@ -14,6 +14,24 @@ namespace {
 // Sequences waiting in the batcher, in batches: enough for neighbours in length to meet.
 constexpr std::size_t kBufferedBatches = 32;
 
+// The corpus line of the first sequence of a batch that the model refuses alone, else the batch's
+// first line: a batch fails for one of its sequences (the longest, beyond the position table; one
+// with a token beyond the embedding), and the error names the line it came from. Only on the way
+// out of a failed run: the sequences run again, one at a time, feeding no statistics.
+std::size_t line_failing_alone(RunState& state, const std::vector<Sequence>& batch) {
+  if (batch.size() == 1) return batch.front().line_number;
+  for (const Sequence& sequence : batch) {
+    try {
+      state.forward({sequence}, std::nullopt, 0, nullptr);
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const std::exception&) {
+      return sequence.line_number;
+    }
+  }
+  return batch.front().line_number;
+}
+
 class CorpusPass : public Pass {
  public:
   const char* name() const override { return "corpus"; }
@@ -41,6 +59,8 @@ class CorpusPass : public Pass {
       for (const auto& batch : batches) {
         try {
           state.observe(batch, *feeds(), batch_index++, &state.corpus_examples);
+        } catch (const InputError&) {
+          rethrow_with_context(fmt::format("{} (corpus line {}): ", state.model->path(), line_failing_alone(state, batch)));
         } catch (...) {
           rethrow_with_context(fmt::format("{} (corpus line {}): ", state.model->path(), batch.front().line_number));
         }
