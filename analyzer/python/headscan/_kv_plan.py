@@ -149,8 +149,8 @@ def _whole(value: Any) -> bool:
 def _model(document: dict, source: str) -> dict:
     model = document.get("model")
     if not isinstance(model, dict):
-        raise ValueError(f"{source}: model must be an object (the model's shape), found {model!r:.200}; give heads.json "
-                         "as headscan wrote it")
+        raise ValueError(f"{source}: model must be an object (the model's shape), found {model!r:.200}; give "
+                         "heads.json as headscan wrote it")
     return model
 
 
@@ -167,9 +167,9 @@ def _attention_layers(document: dict, source: str) -> tuple:
     indices = [entry.get("index") for entry in layers if entry.get("kind") == "attention"]
     if not indices or not all(_whole(index) and 0 <= index < len(layers) for index in indices) or \
             len(set(indices)) != len(indices):
-        raise ValueError(f"{source}: model.layers' entries of kind \"attention\" must have distinct indices from 0 to "
-                         f"{len(layers) - 1} (its {len(layers)} layers), and at least one, found {indices!r:.200}; give "
-                         "heads.json as headscan wrote it")
+        raise ValueError(f"{source}: model.layers' entries of kind \"attention\" must have distinct indices from 0 "
+                         f"to {len(layers) - 1} (its {len(layers)} layers), and at least one, found "
+                         f"{indices!r:.200}; give heads.json as headscan wrote it")
     return indices, len(layers)
 
 
