@@ -295,6 +295,23 @@ TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads
   }
 }
 
+TEST_CASE("sequences longer than the export checked warn once", "[exported][e2e]") {
+  TempDir dir;
+  // Lines of 10 and 30 words: the second's window is longer than checked_length 24.
+  const std::string corpus = dir.write("corpus.txt", word_corpus({10, 30, 40}));
+  const CommandResult run = analyse(fixture("pt2_checked_24.pt2"), corpus, dir / "out");
+  REQUIRE(run.exit_code == 0);
+  const nlohmann::json report = read_json(dir / "out" / "heads.json");
+  int warned = 0;
+  for (const auto& warning : report["warnings"]) {
+    if (warning.get<std::string>().find("checked_length") != std::string::npos) ++warned;
+  }
+  CHECK(warned == 1);
+  // Nothing longer than 24 tokens runs, the probes included.
+  REQUIRE(analyse(fixture("pt2_checked_24.pt2"), corpus, dir / "short", {"--max-length", "24"}).exit_code == 0);
+  CHECK_THAT(read_json(dir / "short" / "heads.json")["warnings"].dump(), !Contains("checked_length"));
+}
+
 TEST_CASE("what the .pt2 loader cannot run is bad input", "[exported][errors][e2e]") {
   TempDir dir;
   const std::string corpus = dir.write("corpus.txt", word_corpus({20, 10, 15}));

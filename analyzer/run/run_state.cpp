@@ -112,6 +112,21 @@ std::vector<Sequence> RunState::read_examples() {
   return chooser.chosen();
 }
 
+void RunState::note_checked_length(const std::vector<Sequence>& batch) {
+  const std::optional<std::int64_t> checked = model->metadata().checked_length;
+  if (!checked || beyond_checked_length) return;
+  std::size_t longest = 0;
+  for (const Sequence& sequence : batch) longest = std::max(longest, sequence.ids.size());
+  if (static_cast<std::int64_t>(longest) <= *checked) return;
+  beyond_checked_length = true;
+  warnings.push_back(fmt::format("{}: a sequence of {} tokens ran, but headscan export compared the program with "
+                                 "the model up to {} tokens only (headscan.json checked_length): a branch of the "
+                                 "model's Python on longer lengths (a RoPE scaling that changes past a length, a "
+                                 "sliding window) would not have been seen; lower --max-length to {}, or check the "
+                                 "model at that length",
+                                 model->path(), longest, *checked, *checked));
+}
+
 bool RunState::pads() const { return model->takes_attention_mask() || shape.causal; }
 
 std::int64_t RunState::min_columns() const {
@@ -142,6 +157,7 @@ ForwardOutput RunState::forward_call(const std::vector<Sequence>& batch, std::op
                                      ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit,
                                      bool stop_after_attention) {
   if (options.check_interrupt) options.check_interrupt();
+  note_checked_length(batch);
   ClassifierSet& observers = target != nullptr ? *target : classifiers;
   const BatchTensors tensors = to_tensors(batch, pad_id, idf_table, model->device(), min_columns());
   std::vector<const SequenceWords*> words;

@@ -68,6 +68,9 @@ struct RunState {
   CorpusSummary corpus_summary;
   ProbeSummary probe_summary;
   std::vector<std::string> warnings;
+  // Whether a sequence longer than headscan.json's checked_length (the longest length headscan
+  // export compared the program with the model at) has run: warned once.
+  bool beyond_checked_length = false;
 
   // The report's example sequences. Causal models record their attention in the passes (the
   // top-left corner of a sequence's attention is its prefix's); other models run them again.
@@ -94,6 +97,8 @@ struct RunState {
   // Whether batches may be right-padded: the model takes a mask, or is causal (no real query sees
   // the padding after it).
   bool pads() const;
+  // Warns, once per run, when `batch` holds a sequence longer than the model's checked_length.
+  void note_checked_length(const std::vector<Sequence>& batch);
   // The fewest columns a batch may have: the model's min_length (0 when it has none). Throws
   // InputError when it has one and padding would be visible to real tokens (pads() is false).
   std::int64_t min_columns() const;

@@ -173,6 +173,43 @@ def test_the_archive_holds_headscan_json_with_the_layers(tmp_path):
     assert not list(tmp_path.glob(".headscan-export.*"))  # the temporary folder is gone
 
 
+def test_the_archive_holds_the_attention_program_on_the_models_weights(tmp_path):
+    """models/attention.json: the program up to its last observer, on the model's own weight records
+    (each stored once), without the weights only later layers read (the final norm, lm_head)."""
+    from torch.export.pt2_archive._package import load_pt2
+
+    for implementation in ("eager", "headscan"):
+        model, exported = exported_llama(implementation)
+        path = tmp_path / f"tiny-{implementation}.pt2"
+        pt2.package(str(path), exported.program, exporter.extra_files(exported, '{"model": {}}'))
+        top = f"tiny-{implementation}"
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            weights = json.loads(archive.read(f"{top}/data/weights/model_weights_config.json"))["config"]
+            cut = json.loads(archive.read(f"{top}/data/weights/attention_weights_config.json"))["config"]
+        assert f"{top}/models/attention.json" in names
+        assert set(cut) < set(weights) and "lm_head.weight" not in cut and "model.norm.weight" not in cut
+        assert all(cut[name]["path_name"] == weights[name]["path_name"] for name in cut)
+        records = [name for name in names if name.startswith(f"{top}/data/weights/weight_")]
+        assert len(records) == len({entry["path_name"] for entry in weights.values()})  # no copy
+        programs = load_pt2(str(path)).exported_programs
+        ids = (torch.arange(80) * 7 % 100).view(2, 40)
+        mask = torch.ones_like(ids)
+        mask[1, 30:] = 0
+        recorder = pt2.Recorder(exported.program)
+        recorder(ids, mask)
+        last = recorder.attentions[-1]
+        ends = programs["attention"].module()(ids, mask)
+        if implementation == "eager":  # headscan::observe returns the probabilities
+            assert (ends.float() - last).abs().max().item() == 0
+        else:  # headscan::attention returns its output, [B, H, T, D]
+            assert ends.shape[:3] == last.shape[:3]
+        assert "headscan.observe" in str(programs["attention"].graph) or "headscan.attention" in str(
+            programs["attention"].graph)
+        last_node = [node for node in programs["attention"].graph.nodes if node.op == "call_function"][-1]
+        assert str(last_node.target).startswith("headscan.")
+
+
 def tiny_gemma2(softcapping):
     import transformers
 
