@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes headscan's parsers of untrusted input with libFuzzer (tests/fuzz/, README "Fuzzing and
 # limits"). Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
-#   SECONDS   how long each target runs (default 60); targets run one after the other, one job each
+#   SECONDS   how long each target runs (default 60); the targets run side by side, one per core
 #   TARGET    tokenizer_json sentencepiece_model conllu text_corpus headscan_json idf option_values shard_state
 #             compare_run torchscript_pickle
 #             (default: all)
@@ -10,7 +10,8 @@
 # repository, so that new corpus entries never land in it. Exits 1 on any crash, leak, timeout or out-of-memory, printing the
 # reproducer's path; replay one with build-fuzz/tests/fuzz/fuzz_TARGET FILE.
 # Environment: HEADSCAN_FUZZ_WORK (working directory; default a new one under /tmp, kept),
-# HEADSCAN_FUZZ_JOBS (compile jobs; default all cores).
+# HEADSCAN_FUZZ_JOBS (compile jobs; default all cores), HEADSCAN_FUZZ_PARALLEL (targets fuzzed at once;
+# default all cores).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,21 +49,40 @@ dictionary_of() {
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# One target: its log, its stats and its result in $work/TARGET/ (result: "ok" or "FAILED (exit N)").
+fuzz_one() {
+  local target=$1 dir="$work/$1" dictionary status=0 start
+  rm -rf "$dir/corpus" "$dir/result"
+  mkdir -p "$dir/corpus" "$dir/artifacts"
+  cp "$root/tests/fuzz/corpus/$target/"* "$dir/corpus/"
+  local options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=16384
+                 -print_final_stats=1 -artifact_prefix="$dir/artifacts/")
+  dictionary=$(dictionary_of "$target")
+  [[ -n "$dictionary" ]] && options+=(-dict="$dictionary")
+  start=$(date +%s)
+  "$build/tests/fuzz/fuzz_$target" "${options[@]}" "$dir/corpus" >"$dir/log" 2>&1 || status=$?
+  echo "$(($(date +%s) - start)) $status" >"$dir/result"
+}
+
+# The targets run side by side, one per core (HEADSCAN_FUZZ_PARALLEL; default all cores): each is
+# one libFuzzer job of SECONDS, so the stage takes SECONDS × targets ÷ cores.
+parallel=${HEADSCAN_FUZZ_PARALLEL:-$(nproc)}
+running=0
+for target in "${targets[@]}"; do
+  if ((running >= parallel)); then
+    wait -n
+    running=$((running - 1))
+  fi
+  fuzz_one "$target" &
+  running=$((running + 1))
+done
+wait
+
 failed=()
 printf '%-20s %10s %8s %8s %6s  %s\n' target executions cov ft secs result
 for target in "${targets[@]}"; do
   dir="$work/$target"
-  rm -rf "$dir/corpus"
-  mkdir -p "$dir/corpus" "$dir/artifacts"
-  cp "$root/tests/fuzz/corpus/$target/"* "$dir/corpus/"
-  options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=16384
-           -print_final_stats=1 -artifact_prefix="$dir/artifacts/")
-  dictionary=$(dictionary_of "$target")
-  [[ -n "$dictionary" ]] && options+=(-dict="$dictionary")
-  start=$(date +%s)
-  status=0
-  "$build/tests/fuzz/fuzz_$target" "${options[@]}" "$dir/corpus" >"$dir/log" 2>&1 || status=$?
-  elapsed=$(($(date +%s) - start))
+  read -r elapsed status <"$dir/result" || { elapsed="?"; status=1; }
   executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -n 1)
   coverage=$(grep -E '^#[0-9]+' "$dir/log" | tail -n 1 | sed -n 's/.* cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p')
   result=ok

@@ -107,8 +107,10 @@ auto run_from_python(const py::object& model, const py::object& corpus, const st
   // user's generator.
   const std::optional<torch::jit::Module> module = torch::jit::as_module(model);
   if (!module && !py::isinstance<py::str>(model)) {
-    throw InputError(fmt::format("model is a {}: give the path of a TorchScript archive or a torch.jit.ScriptModule "
-                                 "(what torch.jit.trace or torch.jit.script returns)",
+    throw InputError(fmt::format("model is a {}: give the path of an exported program (.pt2, headscan export) or "
+                                 "of a TorchScript archive (.pt), or a torch.jit.ScriptModule (what torch.jit.trace "
+                                 "or torch.jit.script returns); headscan.scan() also takes a torch.nn.Module, which "
+                                 "it exports in memory",
                                  type_name(model)));
   }
   if (!module && (!metadata.empty() || !tokenizer_json.empty())) {
