@@ -45,6 +45,13 @@ def export_package_parent():
     return str(Path(os.path.abspath(exporter.__file__)).parents[1 if headscan is None else 2])
 
 
+def python_path(first):
+    """PYTHONPATH with `first` in front of the inherited one, without empty entries: Python reads an
+    empty entry as the working directory, which would put it on sys.path from the interpreter's start
+    (its encodings module among what a model directory could shadow)."""
+    return os.pathsep.join(entry for entry in [first, *os.environ.get("PYTHONPATH", "").split(os.pathsep)] if entry)
+
+
 def one_line(stderr):
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in stderr, f"expected one line, got:\n{stderr}"
@@ -85,8 +92,7 @@ def test_nothing_of_the_working_directory_is_imported(tmp_path):
         pytest.skip("needs headscan's C++ core (the wheel, or build/python on PYTHONPATH)")
     marker = tmp_path / "imported.txt"
     environment = dict(os.environ, HEADSCAN_PYTHON=sys.executable)
-    environment["PYTHONPATH"] = os.pathsep.join([str(Path(os.path.abspath(headscan.__file__)).parents[1]),
-                                                 os.environ.get("PYTHONPATH", "")])
+    environment["PYTHONPATH"] = python_path(str(Path(os.path.abspath(headscan.__file__)).parents[1]))
     for number, (name, start) in enumerate(found):
         # python -m itself imports runpy's modules from there before any of headscan's code runs.
         model_dir = shadowing_folder(tmp_path / f"model{number}", marker, RUNPY_IMPORTS if "-m" in start else ())
@@ -182,7 +188,7 @@ def run_command(*arguments, cwd=None):
     code = "import sys\nfrom headscan._export.command import main\nsys.exit(main(sys.argv[1:]))\n"
     if headscan is None:
         code = code.replace("headscan._export", "_export")
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([export_package_parent(), os.environ.get("PYTHONPATH", "")]))
+    environment = dict(os.environ, PYTHONPATH=python_path(export_package_parent()))
     result = subprocess.run([sys.executable, "-c", code, *map(str, arguments)], capture_output=True, text=True,
                             env=environment, cwd=cwd, timeout=300)
     return result.returncode, result.stderr
@@ -268,7 +274,7 @@ def test_sigterm_while_packaging_removes_the_staging_folder(tmp_path):
         command.export = export
         sys.exit(command.main([{str(tmp_path)!r}, {str(tmp_path / "m.pt2")!r}]))
         """)
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([export_package_parent(), os.environ.get("PYTHONPATH", "")]))
+    environment = dict(os.environ, PYTHONPATH=python_path(export_package_parent()))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=120)
     assert result.returncode == 143 and "terminated" in one_line(result.stderr), (result.returncode, result.stderr)
     assert not list(tmp_path.glob(".headscan-export.*")) and not (tmp_path / "m.pt2").exists()
@@ -325,7 +331,7 @@ def test_a_full_disk_is_exit_1_with_one_line(tmp_path):
             sys.exit(command.main(["model", {str(disk / "m.pt2")!r}]))
             """)
         environment = dict(os.environ, PYTHONWARNINGS="ignore",
-                           PYTHONPATH=os.pathsep.join([export_package_parent(), os.environ.get("PYTHONPATH", "")]))
+                           PYTHONPATH=python_path(export_package_parent()))
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
                                 timeout=300)
         line = one_line(result.stderr)
