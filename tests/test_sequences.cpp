@@ -379,8 +379,9 @@ TEST_CASE("needle plan: one probe for a model that does not copy, a round per de
   CHECK(needle_haystacks_most(3) == 3);
   CHECK(needle_haystacks_most(1000) == kHaystacks);
   // The probes a length runs, round by round, with `copies(haystack, depth)` copy events on each.
-  auto run = [](const std::function<std::int64_t(int, int)>& copies, int most) {
-    NeedleLengthPlan plan(most);
+  bool cut = false;
+  auto run = [&cut](const std::function<std::int64_t(int, int)>& copies, int most, int budget = 40) {
+    NeedleLengthPlan plan(most, budget);
     std::vector<std::pair<int, int>> probes;
     for (auto round = plan.next_round(); !round.empty(); round = plan.next_round()) {
       REQUIRE(probes.size() < 100);
@@ -391,6 +392,7 @@ TEST_CASE("needle plan: one probe for a model that does not copy, a round per de
       }
       plan.finish_round(events);
     }
+    cut = plan.cut_by_budget();
     return probes;
   };
   const auto every_token = [](int, int) -> std::int64_t { return 11; };
@@ -414,4 +416,17 @@ TEST_CASE("needle plan: one probe for a model that does not copy, a round per de
   CHECK(run(some, 1).size() == 5);
   CHECK(run(deepest_only, 2).size() == 10);
   CHECK(run(none, 1) == Probes{{0, 4}});
+  CHECK_FALSE(cut);
+  // The default run's budget of probes: a round cut short at it, said by cut_by_budget().
+  CHECK(run(some, kHaystacks, 3) == Probes{{0, 4}, {0, 0}, {0, 1}});
+  CHECK(cut);
+  CHECK(run(every_token, kHaystacks, 5).size() == 5);
+  CHECK_FALSE(cut);  // 55 copy events: done within the budget
+  CHECK(run(none, kHaystacks, 1) == Probes{{0, 4}});
+  CHECK_FALSE(cut);
+  CHECK(run(some, kHaystacks, 1) == Probes{{0, 4}});
+  CHECK(cut);
+  CHECK(headscan::needle_probes_within(1000, 400) == 2);
+  CHECK(headscan::needle_probes_within(100, 400) == 1);  // at least one probe
+  CHECK(headscan::needle_probes_within(1000000, 400) == 5 * kHaystacks);
 }

@@ -66,6 +66,7 @@ struct RunState {
 
   ModelSummary model_summary;
   CorpusSummary corpus_summary;
+  double corpus_seconds = 0;  // the corpus pass's wall time: its speed estimates the probes' time
   ProbeSummary probe_summary;
   std::vector<std::string> warnings;
   // Whether a sequence longer than headscan.json's checked_length (the longest length headscan

@@ -12,6 +12,9 @@
   * the needle plan on a model that copies 2 or 3 tokens of each needle: rounds past the first,
     the same probes whatever the batch size; --probes needles=1 stops it after one haystack per
     depth, --probes induction=3 runs 3 induction probes;
+  * the default run's needle probes sized to its corpus: as long as its longest window, at most a
+    quarter of its tokens (a corpus of 6 lines: one probe, retrieval null with a note saying so),
+    and the grid up to --max-length when asked;
   * --probes none: no probe or needle phase; induction, duplicate_token and retrieval null for
     every head, repeat_loss null, each with a note saying --probes left the probes out; heads.csv
     leaves those scores empty;
@@ -174,6 +177,37 @@ def check_needle_grid(document, lengths, probes):
               f"retrieval of head {head['head']} from its grid", 1e-6)
 
 
+def check_sized_to_corpus(headscan, work, corpus):
+    """Without --needle-lengths, --max-length or a --probes value, the needle probes are as long as
+    the corpus's longest window and take at most a quarter of its tokens (at least one probe); with
+    --max-length, the grid up to it."""
+    with open(corpus, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    # Lines of 40 words: windows of 41 tokens, where max_length is 128.
+    short = os.path.join(work, "short_lines.txt")
+    with open(short, "w", encoding="utf-8") as f:
+        f.write("\n".join(" ".join(line.split()[:40]) for line in lines) + "\n")
+    document = run(headscan, os.path.join(work, "needle_copy.pt"), short, os.path.join(work, "sized_short"))
+    retrieval = document["retrieval"]
+    assert retrieval["lengths"] == [41], retrieval["lengths"]
+    assert retrieval["probes"] == 5 and retrieval["copy_events"] == 55, retrieval
+    # 6 lines (about 720 tokens): a budget of about 180 tokens, one probe of 128; the model copies,
+    # so the plan would run 4 more: retrieval is null, and the note says why and what to do.
+    few = os.path.join(work, "few_lines.txt")
+    with open(few, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines[:6]) + "\n")
+    document = run(headscan, os.path.join(work, "needle_copy.pt"), few, os.path.join(work, "sized_few"))
+    retrieval = document["retrieval"]
+    tokens = document["corpus"]["tokens"]
+    assert retrieval["lengths"] == [128] and retrieval["probes"] == 1, retrieval
+    assert retrieval["probes"] * 128 <= max(128, tokens // 4), (retrieval, tokens)
+    assert "25 % of the corpus" in retrieval["note"] and "--probes needles=N" in retrieval["note"], retrieval["note"]
+    # Asked for: --max-length gives the grid up to it, whatever the corpus.
+    asked = run(headscan, os.path.join(work, "needle_copy.pt"), few, os.path.join(work, "sized_asked"),
+                "--max-length", "128")
+    assert asked["retrieval"]["probes"] == 5 and asked["retrieval"]["copy_events"] == 55, asked["retrieval"]
+
+
 def check_probe_budgets(headscan, work, corpus):
     """The needle plan's rounds on a model that copies a few needle tokens, the same whatever the
     batch size; --probes N per kind; --probes none."""
@@ -321,6 +355,7 @@ def main(argv):
     assert nocopy["retrieval"]["grid"]["probes"] == [[0, 0, 0, 0, 1]], nocopy["retrieval"]["grid"]  # one probe, at 0.9
 
     check_probe_budgets(headscan, work, corpus)
+    check_sized_to_corpus(headscan, work, corpus)
 
     # Separator and punctuation on the BERT-style model.
     separator = run(headscan, os.path.join(work, "separator.pt"), corpus, os.path.join(work, "separator"))

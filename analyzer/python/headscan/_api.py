@@ -123,7 +123,9 @@ def _flags(options: Mapping[str, Any], function: str = "scan") -> list:
 
 
 class _TqdmProgress:
-    """The corpus pass's progress as a tqdm bar, made at its first update."""
+    """Each phase's progress as a tqdm bar, made at its first update and closed at its last: the
+    corpus pass (unit "bytes" or "sequences"), then the induction probes ("probe tokens") and the
+    needle probes ("needle tokens")."""
 
     def __init__(self, tqdm: Callable):
         self._tqdm = tqdm
@@ -132,9 +134,12 @@ class _TqdmProgress:
 
     def __call__(self, done: int, total: int, tokens: int, unit: str, final: bool) -> None:
         if self._bar is None:
-            self._bar = self._tqdm(total=total or None, unit="B" if unit == "bytes" else " sequences",
-                                   unit_scale=unit == "bytes", desc="headscan")
-            self._bar.start_t = self._started  # the rate and ETA count from the scan's start
+            phases = {"bytes": ("headscan", "B"), "sequences": ("headscan", " sequences"),
+                      "probe tokens": ("induction probes", " tokens"), "needle tokens": ("needle probes", " tokens")}
+            desc, bar_unit = phases.get(unit, ("headscan", f" {unit}"))
+            self._bar = self._tqdm(total=total or None, unit=bar_unit, unit_scale=unit == "bytes", desc=desc)
+            if unit in ("bytes", "sequences"):
+                self._bar.start_t = self._started  # the corpus pass's rate and ETA count from the scan's start
         self._bar.n = done
         self._bar.set_postfix(tokens=tokens, refresh=False)
         if final:

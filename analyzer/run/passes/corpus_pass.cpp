@@ -1,5 +1,7 @@
 // The corpus pass: every sequence of the corpus (up to --max-sequences), in batches of equal or
 // padded length, through the instrumented model to the corpus classifiers.
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "analyzer/errors.h"
@@ -38,6 +40,7 @@ class CorpusPass : public Pass {
   std::optional<BatchSource> feeds() const override { return BatchSource::corpus; }
 
   void run(RunState& state) override {
+    const auto start = std::chrono::steady_clock::now();
     const AnalysisOptions& options = state.options;
     DocumentReader& reader = *state.reader;
     CorpusSummary& summary = state.corpus_summary;
@@ -104,6 +107,7 @@ class CorpusPass : public Pass {
     run_batches(batcher.flush());
     reader.finish_parses();  // the documents read but not run (--max-sequences) count too
     progress.finish(summary.tokens);
+    state.corpus_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     state.note_expansion(reader);
     // Of the sentences this pass fed the model (the idf pass may read others).
     if (const std::string warning = reader.text_warning(); !warning.empty()) state.warnings.push_back(warning);

@@ -14,8 +14,10 @@
 
 #include "analyzer/errors.h"
 #include "analyzer/run/passes/pass.h"
+#include "analyzer/run/progress.h"
 #include "analyzer/run/run_state.h"
 #include "analyzer/run/sequences/needles.h"
+#include "analyzer/run/sequences/probe_budget.h"
 #include "heads/registry.h"
 #include "heads/saved_statistics.h"
 
@@ -45,6 +47,33 @@ std::vector<std::int64_t> haystack_text(const RunState& state, const std::vector
   return text;
 }
 
+// What the default run's needle probes are sized to: the corpus's tokens and its longest window, as
+// the corpus pass makes them (up to --max-sequences), read again from the corpus's start so that
+// shard 0 of a sharded run sizes them as the single run does. Tokenizing only: no model.
+struct CorpusExtent {
+  std::int64_t tokens = 0;
+  std::int64_t longest = 0;
+};
+
+CorpusExtent corpus_extent(const RunState& state) {
+  DocumentReader reader(state.options.corpus_path, "none", state.options.text_field);
+  SequenceReader windows(reader, *state.text.tokenizer, state.text.shape, state.options.check_interrupt);
+  const std::int64_t most = state.options.max_sequences;
+  CorpusExtent extent;
+  std::int64_t counted = 0;
+  std::vector<Sequence> sequences;
+  while ((most == 0 || counted < most) && windows.next(sequences, nullptr, most > 0 ? most - counted : 0)) {
+    for (const Sequence& sequence : sequences) {
+      if (most > 0 && counted == most) break;
+      extent.tokens += static_cast<std::int64_t>(sequence.ids.size());
+      extent.longest = std::max(extent.longest, static_cast<std::int64_t>(sequence.ids.size()));
+      ++counted;
+    }
+    sequences.clear();
+  }
+  return extent;
+}
+
 // The run's retrieval classifier, which every cell's statistics are added to.
 HeadClassifier& run_retrieval(RunState& state) {
   for (const auto& classifier : state.classifiers.classifiers()) {
@@ -60,10 +89,19 @@ class NeedlePass : public Pass {
 
   void run(RunState& state) override {
     NeedleSummary& summary = state.needle_summary;
+    const AnalysisOptions& options = state.options;
     const std::int64_t max_length = state.text.shape.max_length;
-    const std::int64_t longest =
-        state.options.max_length > 0 ? max_length : std::min(max_length, kLongestDefaultNeedleLength);
-    summary.lengths = state.options.needle_lengths.empty() ? default_needle_lengths(longest) : state.options.needle_lengths;
+    // The long-context grid runs when asked for: --needle-lengths, --max-length, or a --probes value
+    // for the needles. Otherwise the probes are sized to the corpus (kNeedleCorpusShare).
+    sized_to_corpus_ = options.needle_lengths.empty() && options.max_length == 0 &&
+                       options.probes.needles == kPlannedProbes;
+    std::int64_t longest = options.max_length > 0 ? max_length : std::min(max_length, kLongestDefaultNeedleLength);
+    if (sized_to_corpus_) {
+      const CorpusExtent extent = corpus_extent(state);
+      longest = std::clamp(extent.longest, std::min(kShortestNeedleProbe, max_length), longest);
+      budget_tokens_ = static_cast<std::int64_t>(kNeedleCorpusShare * static_cast<double>(extent.tokens));
+    }
+    summary.lengths = options.needle_lengths.empty() ? default_needle_lengths(longest) : options.needle_lengths;
     summary.layers = state.shape.layers;
     summary.heads = state.shape.heads;
     summary.haystack_length.assign(summary.lengths.size(), 0);
@@ -91,20 +129,65 @@ class NeedlePass : public Pass {
                                  summary.lengths.size() * kNeedleDepths.size(),
                              0);
     HeadClassifier& retrieval = run_retrieval(state);
-    for (std::size_t length = 0; length < sets.size(); ++length) run_length(state, sets[length], length, retrieval);
+    std::int64_t planned = 0;  // the tokens of the probes the plans may run at most
+    for (const NeedleSet& set : sets) planned += set.length * probes_most(state, set.length, sets.size());
+    announce(state, sets, planned);
+    Progress progress(options.progress, static_cast<std::uint64_t>(planned), "needle probes", options.on_progress,
+                      "needle tokens");
+    for (std::size_t length = 0; length < sets.size(); ++length) {
+      run_length(state, sets[length], length, retrieval, progress);
+    }
+    progress.finish(static_cast<std::uint64_t>(tokens_run_));
     const std::int64_t events = summary.events();
     if (events < kMinimumCopyEvents) {
       summary.note = fmt::format("the model copied the needle {} times, fewer than the {} retrieval needs", events,
                                  kMinimumCopyEvents);
+      if (cut_by_budget_) {
+        summary.note += fmt::format("; the default run's needle probes take at most {:.0f} % of the corpus's tokens "
+                                    "({} tokens): give --probes needles=N, --needle-lengths or a longer corpus for more",
+                                    kNeedleCorpusShare * 100, budget_tokens_);
+      }
     }
   }
 
  private:
   std::int64_t batch_index_ = 0;
+  bool sized_to_corpus_ = false;
+  std::int64_t budget_tokens_ = 0;  // the default run's: kNeedleCorpusShare of the corpus's tokens
+  bool cut_by_budget_ = false;
+  std::int64_t tokens_run_ = 0;     // the probes' tokens through the model so far
+
+  // The probes a length of `length` tokens may run: the plan's most, or within the default run's
+  // budget, shared equally by the `lengths`.
+  int probes_most(const RunState& state, std::int64_t length, std::size_t lengths) const {
+    const int most = needle_haystacks_most(state.options.probes.needles) * static_cast<int>(kNeedleDepths.size());
+    if (!sized_to_corpus_) return most;
+    return std::min(most, needle_probes_within(budget_tokens_ / static_cast<std::int64_t>(std::max<std::size_t>(1, lengths)),
+                                               length));
+  }
+
+  // Before the phase: its plan, and an estimate of its time from the corpus pass's speed.
+  void announce(const RunState& state, const std::vector<NeedleSet>& sets, std::int64_t planned) const {
+    if (!state.options.progress || state.options.on_progress) return;
+    std::vector<std::string> lengths;
+    for (const NeedleSet& set : sets) lengths.push_back(fmt::format("{}", set.length));
+    std::string estimate;
+    if (state.corpus_seconds > 0 && state.corpus_summary.tokens > 0) {
+      // A probe runs the whole model, and a probe with copy events a second time.
+      const double rate = static_cast<double>(state.corpus_summary.tokens) / state.corpus_seconds;
+      estimate = fmt::format(", up to about {:.0f} s at the corpus pass's {:.0f} tokens/s",
+                             2.0 * static_cast<double>(planned) / rate, rate);
+    }
+    fmt::print(stderr, "needle probes: lengths {}, at most {} tokens{}{}\n", fmt::join(lengths, ", "), planned,
+               sized_to_corpus_ ? fmt::format(" ({:.0f} % of the corpus's, the default)", kNeedleCorpusShare * 100)
+                                : std::string(),
+               estimate);
+  }
 
   // One length: its rounds of probes until the plan is done, then each (length, depth) cell's hits
   // and its statistics added to the run's retrieval classifier.
-  void run_length(RunState& state, const NeedleSet& set, std::size_t length, HeadClassifier& retrieval) {
+  void run_length(RunState& state, const NeedleSet& set, std::size_t length, HeadClassifier& retrieval,
+                  Progress& progress) {
     NeedleSummary& summary = state.needle_summary;
     // A retrieval classifier per depth: its hits are the cell's per-head grid.
     std::vector<std::unique_ptr<ClassifierSet>> cells;
@@ -115,7 +198,8 @@ class NeedlePass : public Pass {
       cells.back()->begin(state.shape, state.thresholds);
     }
     const auto batch_size = static_cast<std::size_t>(std::max<std::int64_t>(1, state.options.batch_size));
-    NeedleLengthPlan plan(needle_haystacks_most(state.options.probes.needles));
+    NeedleLengthPlan plan(needle_haystacks_most(state.options.probes.needles),
+                          probes_most(state, set.length, state.needle_sets.size()));
     for (auto round = plan.next_round(); !round.empty(); round = plan.next_round()) {
       std::int64_t events = 0;
       for (std::size_t first = 0; first < round.size(); first += batch_size) {
@@ -128,9 +212,12 @@ class NeedlePass : public Pass {
           rethrow_with_context(fmt::format("{} (needle probes of {} tokens): ", state.model->path(), set.length));
         }
         state.needle_targets = at::Tensor();
+        tokens_run_ += set.length * static_cast<std::int64_t>(batch.size());
+        progress.update(static_cast<std::uint64_t>(tokens_run_), static_cast<std::uint64_t>(tokens_run_));
       }
       plan.finish_round(events);
     }
+    cut_by_budget_ = cut_by_budget_ || plan.cut_by_budget();
     for (std::size_t depth = 0; depth < kNeedleDepths.size(); ++depth) {
       const nlohmann::json saved = cells[depth]->save().at("retrieval");
       add_hits(summary, saved, length, depth);

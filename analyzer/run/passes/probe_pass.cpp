@@ -5,6 +5,7 @@
 
 #include "analyzer/errors.h"
 #include "analyzer/run/passes/pass.h"
+#include "analyzer/run/progress.h"
 #include "analyzer/run/run_state.h"
 #include "analyzer/run/sequences/probe_budget.h"
 #include "analyzer/run/sequences/probes.h"
@@ -49,6 +50,10 @@ class ProbePass : public Pass {
     RepeatLoss repeat_loss(probes.repeats);
     std::int64_t batch_index = 0;
     bool have_logits = true;
+    std::uint64_t total = 0;
+    for (const Sequence& probe : probes.sequences) total += probe.ids.size();
+    Progress progress(state.options.progress, total, "induction probes", state.options.on_progress, "probe tokens");
+    std::uint64_t done = 0;
     for (const auto& batch : state.probe_batches()) {
       ForwardOutput output;
       try {
@@ -58,7 +63,10 @@ class ProbePass : public Pass {
       }
       have_logits = have_logits && output.logits && output.logits->size(2) >= tokenizer.vocab_size();
       if (have_logits) repeat_loss.add(*output.logits, batch, probes, sequence_shape.bos_id.has_value());
+      for (const Sequence& probe : batch) done += probe.ids.size();
+      progress.update(done, done);
     }
+    progress.finish(done);
     if (have_logits) {
       state.model_summary.repeat_loss = repeat_loss.mean();
     } else {

@@ -38,15 +38,22 @@ int needle_haystacks_most(std::int64_t needles_budget) {
   return static_cast<int>(std::clamp<std::int64_t>(needles_budget, 1, kHaystacks));
 }
 
-NeedleLengthPlan::NeedleLengthPlan(int most) : most_(std::clamp(most, 1, kHaystacks)) {}
+int needle_probes_within(std::int64_t budget_tokens, std::int64_t length) {
+  if (length <= 0) return 1;
+  const std::int64_t most = kHaystacks * static_cast<std::int64_t>(kNeedleDepths.size());
+  return static_cast<int>(std::clamp<std::int64_t>(budget_tokens / length, 1, most));
+}
+
+NeedleLengthPlan::NeedleLengthPlan(int most, int probes)
+    : most_(std::clamp(most, 1, kHaystacks)), probes_(std::max(probes, 1)) {}
 
 std::vector<NeedleProbeIndex> NeedleLengthPlan::next_round() const {
   const int deepest = static_cast<int>(kNeedleDepths.size()) - 1;
   if (rounds_ == 0) return {NeedleProbeIndex{0, deepest}};
   // After round r >= 1 every depth has run r haystacks.
-  if (events_ == 0 || events_ >= kNeedleLengthEvents || rounds_ - 1 >= most_) return {};
+  if (events_ == 0 || events_ >= kNeedleLengthEvents || rounds_ - 1 >= most_ || run_ >= probes_) return {};
   std::vector<NeedleProbeIndex> round;
-  for (int depth = 0; depth <= deepest; ++depth) {
+  for (int depth = 0; depth <= deepest && run_ + static_cast<int>(round.size()) < probes_; ++depth) {
     if (rounds_ == 1 && depth == deepest) continue;  // round 0 ran it
     round.push_back(NeedleProbeIndex{rounds_ - 1, depth});
   }
@@ -54,8 +61,11 @@ std::vector<NeedleProbeIndex> NeedleLengthPlan::next_round() const {
 }
 
 void NeedleLengthPlan::finish_round(std::int64_t events) {
+  run_ += static_cast<int>(next_round().size());  // the round being finished
   ++rounds_;
   events_ += events;
+  const bool more_wanted = events_ > 0 && events_ < kNeedleLengthEvents && rounds_ - 1 < most_;
+  cut_by_budget_ = more_wanted && run_ >= probes_;
 }
 
 }  // namespace headscan

@@ -54,18 +54,37 @@ struct NeedleProbeIndex {
   int depth = 0;  // index into kNeedleDepths
 };
 
+// The default run's needle probes are sized to its corpus, not to the model's positions: without
+// --needle-lengths, --max-length or a --probes value for the needles, the lengths are
+// default_needle_lengths() up to the corpus's longest window, and the probes' tokens (each probe's
+// length, summed over the probes the plans run) at most this share of the corpus's tokens, at least
+// one probe per length. A probe runs through the whole model, vocabulary projection included, where
+// the corpus pass stops after the last attention layer, and again for its copy events: at a quarter
+// of the corpus's tokens the needles cost about half the corpus pass.
+constexpr double kNeedleCorpusShare = 0.25;
+
+// The probes one length may run within `budget_tokens` (kNeedleCorpusShare of the corpus's tokens,
+// shared equally by the lengths): at least 1.
+int needle_probes_within(std::int64_t budget_tokens, std::int64_t length);
+
 // The cost plan of one length (above).
 class NeedleLengthPlan {
  public:
-  // `most`: the haystacks per depth at most, 1 to kHaystacks (needle_haystacks_most).
-  explicit NeedleLengthPlan(int most = kHaystacks);
+  // `most`: the haystacks per depth at most, 1 to kHaystacks (needle_haystacks_most); `probes`: the
+  // probes at most (the default run's budget, needle_probes_within), a round cut short at it.
+  explicit NeedleLengthPlan(int most = kHaystacks, int probes = kHaystacks * static_cast<int>(kNeedleDepths.size()));
   // The next round's probes, depth by depth; empty once the length is done.
   std::vector<NeedleProbeIndex> next_round() const;
   // Ends the round next_round() gave, with the copy events its probes held.
   void finish_round(std::int64_t events);
+  // Whether the probe budget ended the length before its copy events or its haystacks did.
+  bool cut_by_budget() const { return cut_by_budget_; }
 
  private:
   int most_;
+  int probes_;
+  int run_ = 0;  // probes run so far
+  bool cut_by_budget_ = false;
   int rounds_ = 0;
   std::int64_t events_ = 0;
 };
