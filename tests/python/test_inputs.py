@@ -40,7 +40,8 @@ def test_a_generator_is_pulled_only_as_far_as_max_sequences_reads(tmp_path, corp
     # Without max_sequences, progress counts the sequences of a corpus of unknown size.
     updates = []
     headscan.scan(DEMO, iter(corpus_lines), parser="none", progress=lambda *update: updates.append(update))
-    done, total, _, unit, final = updates[-1]
+    corpus = [update for update in updates if update[3] == "sequences"]
+    done, total, _, unit, final = corpus[-1]
     assert (done, total, unit, final) == (len(corpus_lines), 0, "sequences", True)
 
 

@@ -230,8 +230,16 @@ def test_progress_reaches_a_callback(corpus_file):
     updates = []
     headscan.scan(DEMO, corpus_file, parser="none", progress=lambda *update: updates.append(update))
     assert updates and updates[-1][4] is True
-    done, total, tokens, unit, _ = updates[-1]
+    # Each phase in turn, each ending with its final update: the corpus pass, then the probes.
+    units = [update[3] for update in updates]
+    assert units[0] == "bytes" and [unit for i, unit in enumerate(units) if i == 0 or unit != units[i - 1]] == [
+        "bytes", "probe tokens", "needle tokens"], sorted(set(units))
+    finals = [update for update in updates if update[4]]
+    assert [update[3] for update in finals] == ["bytes", "probe tokens", "needle tokens"], finals
+    done, total, tokens, unit, _ = finals[0]
     assert unit == "bytes" and done == total == corpus_file.stat().st_size and tokens > 0
+    for done, total, tokens, unit, _ in finals[1:]:  # the needle plan may stop before its most
+        assert done == total and 0 < tokens <= total, (unit, done, total, tokens)
 
 
 def test_compare_takes_reports_and_directories(tmp_path, corpus_file):
