@@ -52,10 +52,14 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 requirements=(-r "$root/scripts/requirements.txt")
 [[ "${HEADSCAN_WITH_TESTS:-0}" == 1 ]] && requirements+=(-r "$root/scripts/requirements-test.txt")
-if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}" \
-       -c "$root/scripts/constraints.txt"; then
-  echo "headscan: pip could not install ${requirements[*]} into $venv; it needs PyPI (or a mirror set in" \
-       "PIP_INDEX_URL). To build against a LibTorch you already have, see README, \"LibTorch: versions and your" \
+# uv installs the requirements (pip only installs uv): it installs torch and its CUDA libraries (3 GB)
+# from its cache in seconds where pip unpacks them again for a minute and a half, in this venv and
+# in the tests' (tests/python/run.sh, tests/kvpress/run.sh). Copies, not hard links into its cache.
+if ! { "$venv/bin/python" -m pip install -q --disable-pip-version-check uv -c "$root/scripts/constraints.txt" &&
+       "$venv/bin/uv" pip install -q --link-mode=copy --python "$venv/bin/python" "${requirements[@]}" \
+         -c "$root/scripts/constraints.txt"; }; then
+  echo "headscan: pip and uv could not install ${requirements[*]} into $venv; they need PyPI (or a mirror set in" \
+       "PIP_INDEX_URL and UV_INDEX_URL). To build against a LibTorch you already have, see README, \"LibTorch: versions and your" \
        "own\"" >&2
   exit 1
 fi

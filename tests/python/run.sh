@@ -19,8 +19,9 @@ echo "wheel: $wheel ($(du -h "$wheel" | cut -f1))"
 # The interpreter of the build's venv (the wheel's Python version), in a venv of its own.
 python=$("$root/.venv/bin/python" -c 'import sys; print(sys._base_executable)')
 "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel" -r "$root/tests/python/requirements.txt" \
-  -c "$root/scripts/constraints.txt"
+# By the build venv's uv (scripts/setup.sh): torch's 3 GB copied from its cache, not unpacked again.
+"$root/.venv/bin/uv" pip install -q --link-mode=copy --python "$venv/bin/python" "$wheel" \
+  -r "$root/tests/python/requirements.txt" -c "$root/scripts/constraints.txt"
 echo "installed into $venv: $("$venv/bin/python" -m pip list --format=freeze 2>/dev/null | grep -E '^(headscan|torch)==' | tr '\n' ' ')"
 
 cd "$work"
