@@ -210,6 +210,33 @@ def test_the_archive_holds_the_attention_program_on_the_models_weights(tmp_path)
         assert str(last_node.target).startswith("headscan.")
 
 
+def test_weight_records_hold_exactly_what_their_tensors_read(tmp_path):
+    """torch.export writes a tensor's whole storage as its record; a weight that views part of a
+    larger storage is copied to its own first (attention_program.compact_weights), so that every
+    record holds exactly the bytes its tensors read, as headscan requires of an archive."""
+    model = tiny_llama("eager")
+    with torch.no_grad():  # q_proj.weight: rows 2 .. 33 of a larger tensor, an offset into its storage
+        attention = model.model.layers[0].self_attn
+        larger = torch.cat([torch.zeros(2, 32), attention.q_proj.weight, torch.zeros(5, 32)])
+        attention.q_proj.weight = torch.nn.Parameter(larger[2:34])
+    exported = exporter.export_model(model, None, max_length=80, config=model.config, metadata={"name": "views"})
+    path = tmp_path / "views.pt2"
+    pt2.package(str(path), exported.program, exporter.extra_files(exported, '{"model": {}}'))
+    with zipfile.ZipFile(path) as archive:
+        for program in ("model", "attention"):
+            config = json.loads(archive.read(f"views/data/weights/{program}_weights_config.json"))["config"]
+            needed = {}
+            for entry in config.values():
+                meta = entry["tensor_meta"]
+                sizes = [size["as_int"] for size in meta["sizes"]]
+                strides = [stride["as_int"] for stride in meta["strides"]]
+                last = meta["storage_offset"]["as_int"] + sum((n - 1) * s for n, s in zip(sizes, strides))
+                item = {6: 2, 7: 4, 8: 8, 13: 2}[meta["dtype"]]
+                needed[entry["path_name"]] = max(needed.get(entry["path_name"], 0), (last + 1) * item)
+            for record, size in needed.items():
+                assert archive.getinfo(f"views/data/weights/{record}").file_size == size, (program, record)
+
+
 def tiny_gemma2(softcapping):
     import transformers
 

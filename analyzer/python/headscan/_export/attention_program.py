@@ -73,6 +73,40 @@ def cut_after_attention(ep):
         verifiers=ep.verifiers)
 
 
+def compact_weights(ep):
+    """Each storage of `ep`'s weights and constants that holds more bytes than its tensors read,
+    copied to one that holds just those (the tensors viewing it as before, aliases kept):
+    torch.export writes a tensor's whole storage as its record, and headscan refuses a record that
+    holds more than its tensors read (NativeRT inflates all of it)."""
+    def reads(tensor):
+        if tensor.numel() == 0:
+            return 0
+        last = tensor.storage_offset() + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+        return (last + 1) * tensor.element_size()
+
+    def compacted(tensors):
+        groups = {}
+        for name, tensor in tensors.items():
+            if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta" and tensor.numel() > 0:
+                groups.setdefault(tensor.untyped_storage().data_ptr(), []).append(name)
+        for names in groups.values():
+            storage = tensors[names[0]].untyped_storage()
+            needed = max(reads(tensors[name]) for name in names)
+            if storage.nbytes() <= needed:
+                continue
+            copied = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage, 0, (needed,)).clone()
+            for name in names:
+                tensor = tensors[name]
+                view = torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(
+                    copied.untyped_storage(), tensor.storage_offset(), tensor.shape, tensor.stride())
+                tensors[name] = (torch.nn.Parameter(view, requires_grad=tensor.requires_grad)
+                                 if isinstance(tensor, torch.nn.Parameter) else view)
+
+    with torch.no_grad():
+        compacted(ep.state_dict)
+        compacted(ep.constants)
+
+
 def package_programs(f, ep, extra_files):
     """Writes the .pt2 archive of `ep` to `f` (a path or a writable, seekable file) as torch.export's
     package_pt2 does, with the attention program beside it (cut_after_attention) where the cut
@@ -93,6 +127,7 @@ def package_programs(f, ep, extra_files):
         writer.write_bytes(MODELS_FILENAME_FORMAT.format(name), artifact.exported_program)
         writer.write_bytes(SAMPLE_INPUTS_FILENAME_FORMAT.format(name), artifact.example_inputs)
 
+    compact_weights(ep)
     cut = cut_after_attention(ep)
     with PT2ArchiveWriter(f) as writer:
         weights = _package_state_dict("model", ep, writer)
