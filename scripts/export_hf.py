@@ -168,7 +168,7 @@ def export(args):
     metadata = {"name": name}
     if bos_token is not None:
         metadata["bos_token"] = bos_token
-    metadata.update({"max_length": max_length, "causal": causal})
+    metadata.update({"max_length": max_length, "causal": causal, "logits": missing is None})
     kv_heads = getattr(config, "num_key_value_heads", None)
     if isinstance(kv_heads, int) and kv_heads >= 1:
         metadata["n_kv_heads"] = kv_heads

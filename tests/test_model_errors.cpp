@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <torch/version.h>
 
 #include "tests/fixtures.h"
@@ -78,6 +80,33 @@ TEST_CASE("a sequence longer than the position table is blamed on its own corpus
                              Contains("position table"));
   CHECK_THAT(result.err, !Contains("corpus line 1"));
   CHECK_FALSE(fs::exists(dir / "out"));
+}
+
+// A tokenizer may hold added tokens beyond the model's embedding (Gemma 3's holds one): whether the
+// output is logits comes from headscan.json's "logits" (the exporter saw the model's head), not from
+// the output's width against the tokenizer's vocabulary.
+TEST_CASE("a head narrower than the tokenizer keeps logits where headscan.json says so", "[cli][e2e]") {
+  TempDir dir;
+  std::string text;
+  for (int line = 0; line < 12; ++line) {
+    for (int word = 0; word < 30; ++word) text += fmt::format("w{} ", 1 + (line * 7 + word * 5) % 59);
+    text += "\n";
+  }
+  const std::string corpus = dir.write("corpus.txt", text);
+  const CommandResult result = run_headscan({fixture("head_below_tokenizer.pt"), corpus, "-o", (dir / "out").string(),
+                                             "-q", "--no-html", "--no-plots", "--parser", "none"});
+  REQUIRE(result.exit_code == 0);
+  const nlohmann::json report = headscan::testing::read_json(dir / "out" / "heads.json");
+  CHECK_FALSE(report["model"].contains("lm_head_note"));
+  REQUIRE(report["model"]["repeat_loss"].is_array());
+  CHECK(report["model"]["repeat_loss"].size() >= 2);
+  CHECK(report["probes"]["count"].get<int>() > 0);
+  // An id the model does not have is refused where it occurs.
+  const std::string beyond = dir.write("beyond.txt", text + "w3 w5 w63 w7\n");
+  const CommandResult refused = run_headscan({fixture("head_below_tokenizer.pt"), beyond, "-o", (dir / "out2").string(),
+                                              "-q", "--no-html", "--no-plots", "--parser", "none"});
+  CHECK(refused.exit_code == kExitBadInput);
+  CHECK_THAT(refused.err, Contains("corpus line 13") && Contains("token id 63"));
 }
 
 // Damaged copies of a good archive (make_error_models.py): each is found before LibTorch reads the

@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kExpected =
     "{\"name\": string, \"bos_token\": string, \"max_length\": integer, \"causal\": bool, \"n_kv_heads\": integer, \"step\": integer, \"min_length\": integer, "
-    "\"checked_length\": integer, "
+    "\"checked_length\": integer, \"logits\": bool, "
     "\"layers\": [{\"index\": integer, \"path\": string, \"kind\": string}]}";
 constexpr const char* kWhatToDo = "fix headscan.json inside the archive (torch.jit.save's _extra_files, or extra/ of a .pt2)";
 
@@ -108,6 +108,10 @@ ModelMetadata parse_model_metadata(const std::string& text, const std::string& o
   if (const nlohmann::json* causal = field(doc, "causal")) {
     if (!causal->is_boolean()) throw_bad_field(origin, "causal", "true or false", *causal);
     metadata.causal = causal->get<bool>();
+  }
+  if (const nlohmann::json* logits = field(doc, "logits")) {
+    if (!logits->is_boolean()) throw_bad_field(origin, "logits", "true or false", *logits);
+    metadata.logits = logits->get<bool>();
   }
   if (auto kv_heads = integer_field(doc, "n_kv_heads", 1, kMaxMetadataKvHeads, origin)) {
     metadata.n_kv_heads = static_cast<int>(*kv_heads);

@@ -1,6 +1,7 @@
 #pragma once
 // headscan.json, the metadata file inside a model archive: {"name", "bos_token", "max_length",
-// "causal", "n_kv_heads", "step", "layers", "min_length", "checked_length"}, every field optional.
+// "causal", "n_kv_heads", "step", "layers", "min_length", "checked_length", "logits"}, every field
+// optional.
 // Read without LibTorch (and fuzzed so: tests/fuzz/fuzz_headscan_json.cpp). The exporters check
 // what they write as this reads it (analyzer/python/headscan/_export/headscan_json.py; both agree on
 // tests/fixtures/headscan_json_cases.json).
@@ -32,6 +33,11 @@ struct ModelMetadata {
   // checks stop at 4,096 tokens): a run may warn beyond it. 2 … kMaxMetadataLength.
   std::optional<std::int64_t> checked_length;
   std::optional<bool> causal;
+  // Whether the model's output is logits, as its exporter told from the model's language-model
+  // head (headscan export, scripts/export_hf.py): then the output's width is the model's vocabulary,
+  // which a tokenizer with added tokens may exceed. Absent: told from the width against the
+  // tokenizer's vocabulary.
+  std::optional<bool> logits;
   std::optional<int> n_kv_heads;           // 1 … kMaxMetadataKvHeads
   std::optional<std::int64_t> step;        // a checkpoint's training step, 0 … kMaxMetadataStep
   // "layers": [{"index", "path", "kind"}, …], every layer of the model (model_layers.h), written by

@@ -50,6 +50,7 @@ ModelShape detect_model_shape(InstrumentedModel& model, const std::vector<std::i
   }
   shape.causal = model.metadata().causal.value_or(causal);
   if (output.logits) shape.logits_width = output.logits->size(2);
+  shape.declared_logits = model.metadata().logits;
   return shape;
 }
 

@@ -4,6 +4,7 @@
 // headscan.json says so.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace at {
@@ -21,6 +22,9 @@ struct ModelShape {
   // The last dimension of the output when it is logits [B, T, V] (alone or first in a tuple); 0
   // when the model returns something else.
   std::int64_t logits_width = 0;
+  // headscan.json's "logits": whether the output is logits, as the exporter told from the model's
+  // head; absent, the width is compared with the tokenizer's vocabulary (run/model_output.h).
+  std::optional<bool> declared_logits;
 };
 
 // Runs the model once on a prefix of `ids` (the first sequence's token ids). Throws InputError

@@ -1,10 +1,18 @@
 #include "analyzer/run/model_output.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace headscan {
 
-bool returns_logits(const ModelShape& shape, std::int64_t vocab_size) { return shape.logits_width >= vocab_size; }
+bool returns_logits(const ModelShape& shape, std::int64_t vocab_size) {
+  return shape.logits_width > 0 && shape.declared_logits.value_or(shape.logits_width >= vocab_size);
+}
+
+std::int64_t model_vocabulary(const ModelShape& shape, std::int64_t vocab_size) {
+  return returns_logits(shape, vocab_size) ? std::min(shape.logits_width, vocab_size) : vocab_size;
+}
 
 std::string output_description(const ModelShape& shape, std::int64_t vocab_size) {
   if (shape.logits_width == 0) return "no [batch, tokens, vocabulary] tensor";

@@ -1,8 +1,10 @@
 #pragma once
-// Whether the model returns logits over the tokenizer's vocabulary ([batch, tokens, V] with V at
-// least the tokenizer's tokens, alone or first in a tuple), which repeat_loss, retrieval and
-// --ablation need. A model without a language-model head (a sentence-transformers BertModel)
-// returns its hidden states instead: every attention score is measured, those three are not.
+// Whether the model returns logits ([batch, tokens, V], alone or first in a tuple), which
+// repeat_loss, retrieval and --ablation need: as headscan.json's "logits" says (the exporter told it
+// from the model's language-model head, so V may be below the tokenizer's vocabulary when the
+// tokenizer holds added tokens beyond the embedding), else when V is at least the tokenizer's
+// tokens. A model without a language-model head (a sentence-transformers BertModel) returns its
+// hidden states instead: every attention score is measured, those three are not.
 
 #include <cstdint>
 #include <string>
@@ -12,6 +14,10 @@
 namespace headscan {
 
 bool returns_logits(const ModelShape& shape, std::int64_t vocab_size);
+
+// The ids the model scores: its logits' width where it returns logits (at most the tokenizer's
+// vocabulary), else the tokenizer's vocabulary. The probes and needles draw their tokens below it.
+std::int64_t model_vocabulary(const ModelShape& shape, std::int64_t vocab_size);
 
 // What the model returns, for messages: "[batch, tokens, 384] (hidden states: no language-model
 // head)", "[batch, tokens, 64]", or "no [batch, tokens, vocabulary] tensor".

@@ -21,10 +21,12 @@ try:
     import headscan
     from headscan._export import (ExportInputError, attention, checks, command, exporter, headscan_attention, metadata,
                                   pt2)
+    from headscan._export import model as model_module
 except ImportError:  # no wheel: the exporter of the source tree, without headscan's C++ core
     headscan = None
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "analyzer" / "python" / "headscan"))
     from _export import ExportInputError, attention, checks, command, exporter, headscan_attention, metadata, pt2
+    from _export import model as model_module
 
 _PROGRAMS = {}
 
@@ -235,6 +237,17 @@ def test_weight_records_hold_exactly_what_their_tensors_read(tmp_path):
                 needed[entry["path_name"]] = max(needed.get(entry["path_name"], 0), (last + 1) * item)
             for record, size in needed.items():
                 assert archive.getinfo(f"views/data/weights/{record}").file_size == size, (program, record)
+
+
+def test_logits_are_told_from_the_models_head_not_the_tokenizers_count():
+    """A tokenizer with added tokens beyond the embedding (Gemma 3's has one more than its 262,144
+    rows) keeps the model's logits: their width is its head's rows; headscan.json says so."""
+    from_model = model_module.missing_outputs
+    model, exported = exported_llama("eager")  # vocabulary 100
+    assert exported.metadata["logits"] is True
+    assert from_model(model, torch.zeros(1, 3, 100), 101, True) is None
+    assert from_model(model, torch.zeros(1, 3, 100), 100, True) is None
+    assert "hidden states" in from_model(model, torch.zeros(1, 3, 32), 101, True)
 
 
 def tiny_gemma2(softcapping):

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/errors.h"
+#include "analyzer/run/model_output.h"
 #include "analyzer/run/passes/pass.h"
 #include "analyzer/run/progress.h"
 #include "analyzer/run/run_state.h"
@@ -110,14 +111,15 @@ class NeedlePass : public Pass {
       summary.note = "a bidirectional model sees the whole needle at once: retrieval heads are defined on causal models";
       return;
     }
-    if (state.shape.logits_width < state.text.tokenizer->vocab_size()) {
+    const std::int64_t vocab_size = state.text.tokenizer->vocab_size();
+    if (!returns_logits(state.shape, vocab_size)) {
       summary.note = "the model's output is not logits [batch, tokens, vocabulary]: copy events need its predictions";
       return;
     }
     // Kept in the run state for the KV-cache plan's check (analyzer/run/passes/kv_plan_pass.cpp).
     std::vector<NeedleSet>& sets = state.needle_sets;
     sets = make_needles(*state.text.tokenizer, state.text.shape, haystack_text(state, summary.lengths), summary.lengths,
-                        state.options.seed);
+                        state.options.seed, model_vocabulary(state.shape, vocab_size));
     for (std::size_t length = 0; length < sets.size(); ++length) {
       if (!sets[length].skipped_because.empty()) {
         summary.note = "no needle probes: " + sets[length].skipped_because;

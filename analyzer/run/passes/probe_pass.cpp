@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/errors.h"
+#include "analyzer/run/model_output.h"
 #include "analyzer/run/passes/pass.h"
 #include "analyzer/run/progress.h"
 #include "analyzer/run/run_state.h"
@@ -27,7 +28,8 @@ class ProbePass : public Pass {
     if (state.shape.causal) probe_shape.suffix_ids.clear();
     const std::int64_t count = state.options.probes.induction;
     state.probes = make_probes(tokenizer, probe_shape, state.options.seed,
-                               count == kPlannedProbes ? kInductionProbes : static_cast<int>(count));
+                               count == kPlannedProbes ? kInductionProbes : static_cast<int>(count),
+                               model_vocabulary(state.shape, tokenizer.vocab_size()));
     ProbeSet& probes = state.probes;
     ProbeSummary& summary = state.probe_summary;
     summary.seed = state.options.seed;
@@ -61,7 +63,7 @@ class ProbePass : public Pass {
       } catch (...) {
         rethrow_with_context(fmt::format("{} (probe sequences): ", state.model->path()));
       }
-      have_logits = have_logits && output.logits && output.logits->size(2) >= tokenizer.vocab_size();
+      have_logits = have_logits && output.logits && returns_logits(state.shape, tokenizer.vocab_size());
       if (have_logits) repeat_loss.add(*output.logits, batch, probes, sequence_shape.bos_id.has_value());
       for (const Sequence& probe : batch) done += probe.ids.size();
       progress.update(done, done);

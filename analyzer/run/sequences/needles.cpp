@@ -21,9 +21,10 @@ std::int64_t haystack_room(const SequenceShape& shape, std::int64_t length) {
 
 // The tokenizer's ids a needle may hold: not special, and not a byte-fallback piece such as <0xE4>,
 // which stands for part of a character rather than a token of text.
-std::vector<std::int64_t> needle_vocabulary(const Tokenizer& tokenizer) {
+std::vector<std::int64_t> needle_vocabulary(const Tokenizer& tokenizer, std::int64_t model_vocabulary) {
   std::vector<std::int64_t> vocabulary;
-  for (std::int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+  const std::int64_t end = model_vocabulary > 0 ? std::min(model_vocabulary, tokenizer.vocab_size()) : tokenizer.vocab_size();
+  for (std::int64_t id = 0; id < end; ++id) {
     if (tokenizer.is_special(id)) continue;
     const std::string piece = tokenizer.id_to_piece(id);
     const bool byte_piece = piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>';
@@ -151,8 +152,8 @@ std::int64_t needle_text_wanted(const SequenceShape& shape, const std::vector<st
 
 std::vector<NeedleSet> make_needles(const Tokenizer& tokenizer, const SequenceShape& shape,
                                     const std::vector<std::int64_t>& text, const std::vector<std::int64_t>& lengths,
-                                    std::uint64_t seed) {
-  const std::vector<std::int64_t> vocabulary = needle_vocabulary(tokenizer);
+                                    std::uint64_t seed, std::int64_t model_vocabulary) {
+  const std::vector<std::int64_t> vocabulary = needle_vocabulary(tokenizer, model_vocabulary);
   std::mt19937_64 random(seed ^ 0x6e6565646c65ULL);  // "needle": its own stream, apart from the probes'
   std::vector<NeedleSet> sets;
   for (const std::int64_t length : lengths) sets.push_back(make_needle_set(shape, text, vocabulary, length, random));

@@ -74,10 +74,11 @@ struct NeedleSummary {
 // corpus's non-special token ids in reading order (haystack h of a length starts at h · n, wrapping
 // around when the text is shorter than kHaystacks · n); each needle is drawn with `seed` from the
 // non-special tokens that its haystack does not hold, length by length, haystack by haystack, depth
-// by depth, so that a run of one length draws the needles of a run of that length alone.
+// by depth, so that a run of one length draws the needles of a run of that length alone; ids below
+// `model_vocabulary` (the model's logits' width; 0: the tokenizer's vocabulary).
 std::vector<NeedleSet> make_needles(const Tokenizer& tokenizer, const SequenceShape& shape,
                                     const std::vector<std::int64_t>& text, const std::vector<std::int64_t>& lengths,
-                                    std::uint64_t seed);
+                                    std::uint64_t seed, std::int64_t model_vocabulary = 0);
 
 // How many of the corpus's text tokens make_needles() can use: kHaystacks haystacks of the longest
 // length.

@@ -17,9 +17,10 @@ bool is_byte_piece(const std::string& piece) {
   return piece.size() == 6 && piece[0] == '<' && piece[1] == '0' && piece[2] == 'x' && piece[5] == '>';
 }
 
-std::vector<std::int64_t> probe_vocabulary(const Tokenizer& tokenizer) {
+std::vector<std::int64_t> probe_vocabulary(const Tokenizer& tokenizer, std::int64_t model_vocabulary) {
   std::vector<std::int64_t> ids;
-  for (std::int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+  const std::int64_t end = model_vocabulary > 0 ? std::min(model_vocabulary, tokenizer.vocab_size()) : tokenizer.vocab_size();
+  for (std::int64_t id = 0; id < end; ++id) {
     if (tokenizer.is_special(id)) continue;
     const std::string piece = tokenizer.id_to_piece(id);
     if (piece.empty() || is_byte_piece(piece)) continue;
@@ -30,12 +31,13 @@ std::vector<std::int64_t> probe_vocabulary(const Tokenizer& tokenizer) {
 
 }  // namespace
 
-ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed, int count) {
+ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed, int count,
+                     std::int64_t model_vocabulary) {
   ProbeSet probes;
   const auto room = static_cast<std::int64_t>(shape.room());
   probes.repeats = room >= 4 * 4 ? 4 : 2;
   const std::int64_t longest = std::min(kMaxRepeatLength, room / probes.repeats);
-  const std::vector<std::int64_t> vocabulary = probe_vocabulary(tokenizer);
+  const std::vector<std::int64_t> vocabulary = probe_vocabulary(tokenizer, model_vocabulary);
   if (longest < 2) {
     probes.skipped_because = fmt::format("max_length {} leaves no room for 2 repeats of 2 tokens", shape.max_length);
     return probes;

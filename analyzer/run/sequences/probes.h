@@ -36,8 +36,10 @@ struct ProbeSet {
 constexpr int kInductionProbes = 10;
 
 // `count` probes (1 or more); the repeats fill shape.room(): max_length less BOS and the suffix.
+// Their tokens are ids below `model_vocabulary` (the model's logits' width, which a tokenizer with
+// added tokens may exceed; 0: the tokenizer's vocabulary).
 ProbeSet make_probes(const Tokenizer& tokenizer, const SequenceShape& shape, std::uint64_t seed,
-                     int count = kInductionProbes);
+                     int count = kInductionProbes, std::int64_t model_vocabulary = 0);
 
 // Mean next-token loss of each repeat over the probes: entry r is the mean cross-entropy of the
 // predictions of the tokens of repeat r+1 (the token at position t predicted from position t-1;

@@ -175,6 +175,9 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     if bos_token is not None:
         document["bos_token"] = bos_token
     document.update({"max_length": max_length, "causal": causal})
+    # Whether the output is logits, told from the model's head: the run reads it rather than
+    # compare the output's width with the tokenizer's vocabulary.
+    document["logits"] = missing is None
     if min_length > 2:
         document["min_length"] = min_length
     attention = attention_kind(ep, model)

@@ -15,7 +15,7 @@ MAX_LAYERS = 4096  # kMaxMetadataLayers
 MAX_DEPTH = 512  # kMaxJsonDepth
 LAYER_KINDS = ("attention", "linear attention", "state space", "convolution", "none")  # model_layers.h
 # The fields of type integer with their ranges; every other field the runner reads is a string,
-# "causal" or "layers"; fields it does not read ("attention", "attention_reason") may hold anything.
+# "causal" or "logits" (true or false), or "layers"; fields it does not read ("attention", "attention_reason") may hold anything.
 INTEGER_FIELDS = {"max_length": (2, MAX_LENGTH), "min_length": (2, MAX_LENGTH), "checked_length": (2, MAX_LENGTH),
                   "n_kv_heads": (1, MAX_KV_HEADS), "step": (0, MAX_STEP)}
 
@@ -71,6 +71,9 @@ def check_text(text):
     causal = present(document, "causal")
     if causal is not None and not isinstance(causal, bool):
         raise MetadataError(f"causal must be true or false, not {json.dumps(causal)[:60]}")
+    logits = present(document, "logits")
+    if logits is not None and not isinstance(logits, bool):
+        raise MetadataError(f"logits must be true or false, not {json.dumps(logits)[:60]}")
     for name in ("n_kv_heads", "step"):
         integer_field(document, name, *INTEGER_FIELDS[name])
     layers = present(document, "layers")

@@ -124,15 +124,27 @@ def refuse_encoder_decoder(config, error):
                     "taking input_ids (a decoder-only or encoder-only model)")
 
 
-def missing_outputs(model, output, vocab_size, causal):
-    """None when the archive's output is logits [B, T, vocabulary] (as headscan recognises them),
-    else what headscan will lack and why."""
-    if output.dim() == 3 and output.shape[-1] >= vocab_size:
-        return None
+def output_embeddings(model):
+    """The model's language-model head (transformers' get_output_embeddings()), or None."""
     try:
-        head = model.get_output_embeddings()
+        return model.get_output_embeddings()
     except (AttributeError, NotImplementedError):  # a model's own code may leave it out
-        head = None
+        return None
+
+
+def lm_head_rows(model):
+    """The tokens the model's language-model head scores (its weight's rows), or None."""
+    weight = getattr(output_embeddings(model), "weight", None)
+    return int(weight.shape[0]) if isinstance(weight, torch.Tensor) and weight.dim() == 2 else None
+
+
+def missing_outputs(model, output, vocab_size, causal):
+    """None when the archive's output is logits [B, T, vocabulary]: a width of at least the
+    tokenizer's vocabulary, or that of the model's own language-model head (a tokenizer may hold
+    added tokens beyond the embedding, as Gemma 3's does); else what headscan will lack and why."""
+    if output.dim() == 3 and (output.shape[-1] >= vocab_size or output.shape[-1] == lm_head_rows(model)):
+        return None
+    head = output_embeddings(model)
     why = (f"{type(model).__name__} has no language-model head" if head is None
            else f"{type(model).__name__}'s first output is not logits")
     shape = (f"{output.shape[-1]} numbers per token (hidden states)" if output.dim() == 3
