@@ -16,7 +16,11 @@ mkdir -p "$work"
 site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 "$("$base/bin/python" -c 'import sys; print(sys._base_executable)')" -m venv "$venv"
 site "$base/bin/python" > "$(site "$venv/bin/python")/headscan-tests-venv.pth"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/tests/kvpress/requirements.txt"
+# requirements.txt pins everything kvpress needs but what the layered venv holds (torch, headscan):
+# uv installs exactly those pins (--no-deps; it does not see the layered packages as installed, as
+# pip does), in seconds where pip took a minute.
+"$root/.venv/bin/uv" pip install -q --link-mode=copy --no-deps --python "$venv/bin/python" \
+  -r "$root/tests/kvpress/requirements.txt"
 # The layering held: torch and the wheel from the wheel venv, transformers and kvpress from this one.
 "$venv/bin/python" - "$venv" <<'PY'
 import sys
