@@ -106,7 +106,8 @@ TEST_CASE("a head narrower than the tokenizer keeps logits where headscan.json s
   const CommandResult refused = run_headscan({fixture("head_below_tokenizer.pt"), beyond, "-o", (dir / "out2").string(),
                                               "-q", "--no-html", "--no-plots", "--parser", "none"});
   CHECK(refused.exit_code == kExitBadInput);
-  CHECK_THAT(refused.err, Contains("corpus line 13") && Contains("token id 63"));
+  CHECK_THAT(refused.err, Contains("corpus line 13") && Contains("token id 63") &&
+                              Contains("beyond the model's vocabulary") && Contains("60 tokens"));
 }
 
 // Damaged copies of a good archive (make_error_models.py): each is found before LibTorch reads the

@@ -4,8 +4,11 @@
 #include <exception>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "analyzer/errors.h"
+#include "analyzer/json_limits.h"
+#include "analyzer/run/model_output.h"
 #include "analyzer/run/sequences/batch_tensors.h"
 #include "analyzer/run/sequences/deferred_words.h"
 
@@ -127,6 +130,22 @@ void RunState::note_checked_length(const std::vector<Sequence>& batch) {
                                  model->path(), longest, *checked, *checked));
 }
 
+void RunState::refuse_ids_beyond_model(const std::vector<Sequence>& batch) const {
+  const std::int64_t vocab_size = text.tokenizer->vocab_size();
+  if (shape.logits_width == 0 || !shape.declared_logits || !returns_logits(shape, vocab_size)) return;
+  const std::int64_t width = shape.logits_width;
+  if (width >= vocab_size) return;  // every id the tokenizer gives is the model's
+  for (const Sequence& sequence : batch) {
+    for (const std::int64_t id : sequence.ids) {
+      if (id < width) continue;
+      throw InputError(fmt::format("token id {} ({}) is beyond the model's vocabulary: its logits score {} tokens, "
+                                   "the tokenizer has {} (added tokens the model was not trained with); remove "
+                                   "that token from the text, or give the model's own tokenizer with --tokenizer",
+                                   id, quote_json(text.tokenizer->id_to_piece(id)), width, vocab_size));
+    }
+  }
+}
+
 bool RunState::pads() const { return model->takes_attention_mask() || shape.causal; }
 
 std::int64_t RunState::min_columns() const {
@@ -158,6 +177,7 @@ ForwardOutput RunState::forward_call(const std::vector<Sequence>& batch, std::op
                                      bool stop_after_attention) {
   if (options.check_interrupt) options.check_interrupt();
   note_checked_length(batch);
+  refuse_ids_beyond_model(batch);
   ClassifierSet& observers = target != nullptr ? *target : classifiers;
   const BatchTensors tensors = to_tensors(batch, pad_id, idf_table, model->device(), min_columns());
   std::vector<const SequenceWords*> words;

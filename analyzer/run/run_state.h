@@ -100,6 +100,9 @@ struct RunState {
   bool pads() const;
   // Warns, once per run, when `batch` holds a sequence longer than the model's checked_length.
   void note_checked_length(const std::vector<Sequence>& batch);
+  // InputError when `batch` holds an id the model's logits do not score (headscan.json's "logits"
+  // with a tokenizer of more tokens than the model's vocabulary), before the model runs.
+  void refuse_ids_beyond_model(const std::vector<Sequence>& batch) const;
   // The fewest columns a batch may have: the model's min_length (0 when it has none). Throws
   // InputError when it has one and padding would be visible to real tokens (pads() is false).
   std::int64_t min_columns() const;
