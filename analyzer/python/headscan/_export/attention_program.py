@@ -30,7 +30,8 @@ def _is_observer(node):
 
 def cut_after_attention(ep):
     """The program `ep` ending at its last headscan observer, which it returns, or None when the
-    cut would leave out no work (no observer, or nothing computed after the last one)."""
+    cut would leave out no work (no observer, or nothing computed after the last one) or would lose
+    an observer."""
     nodes = list(ep.graph_module.graph.nodes)
     observers = [i for i, node in enumerate(nodes) if _is_observer(node)]
     if not observers or not any(node.op == "call_function" for node in nodes[observers[-1] + 1:]):
@@ -42,6 +43,10 @@ def cut_after_attention(ep):
     output = copied[nodes[observers[-1]]]
     graph.output((output,))
     graph.eliminate_dead_code()
+    # An attention whose output the last one does not depend on (a branch beside the stack) would be
+    # cut away: such a model runs its whole program instead.
+    if sum(1 for node in graph.nodes if _is_observer(node)) != len(observers):
+        return None
     signature = ep.graph_signature
     user_inputs = {spec.arg.name for spec in signature.input_specs if spec.kind == InputKind.USER_INPUT}
     for node in list(graph.nodes):
