@@ -18,7 +18,8 @@ from ._export.headscan_json import MAX_LENGTH
 from ._export.metadata import DEFAULT_MAX_LENGTH_CAP, choose_bos, default_name, model_positions, unpadded_tokenizer
 from ._export.model import refuse_encoder_decoder
 from ._export.output import Output
-from ._export.pt2 import package, package_to_memory
+from ._export.attention_program import package_programs
+from ._export.pt2 import package_to_memory
 
 # The longest sequence an export allows when max_length is not given: the model's positions, at most
 # this for a module with eager attention (whose [B, H, T, T] probabilities it materialises per
@@ -202,7 +203,7 @@ def export(module: Any, out: Union[str, os.PathLike, None] = None, *, tokenizer:
         with Output(out, force=True) as output:
             exported, text = _export(module, tokenizer, metadata, max_length)
             files = extra_files(exported, text)
-            output.write(lambda temporary: package(temporary, exported.program, files))
+            output.write(lambda temporary: package_programs(temporary, exported.program, files))
     except ExportInputError as error:
         raise InputError(f"{out}: {error}") from None
     except ExportError as error:

@@ -61,7 +61,7 @@ from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, de
                        model_positions, unpadded_tokenizer)
 from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_encoder_decoder
 from .output import Output, Terminated, sigterm_unwinds
-from .pt2 import package
+from .attention_program import package_programs
 
 PROG = "headscan export"
 # SDPA attention is compared with eager attention on rows of this length and 5 tokens fewer,
@@ -209,7 +209,7 @@ def export_to(args, output):
         model.set_attn_implementation("sdpa")
         exported = exported_with(attention_reason)
     files = extra_files(exported, tokenizer_text)
-    output.write(lambda temporary: package(temporary, exported.program, files))
+    output.write(lambda temporary: package_programs(temporary, exported.program, files))
 
     metadata = exported.metadata
     print(f"{args.output}: {type(model).__name__}, {len(exported.numbers)} attention layer{'' if len(exported.numbers) == 1 else 's'}, {exported.dtype}, "
