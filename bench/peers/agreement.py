@@ -44,7 +44,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("heads_json")
     parser.add_argument("peers", nargs="+")
-    parser.add_argument("--tokens", type=int, default=256, help="tokens per corpus window, BOS included")
+    parser.add_argument("--tokens", type=int, default=256,
+                        help="tokens per corpus window, BOS included; 0: the windows' lengths vary")
     parser.add_argument("--json", help="write the figures here too")
     args = parser.parse_args()
     headscan, report = heads_json_scores(args.heads_json)
@@ -82,10 +83,15 @@ def main() -> None:
         print("|---|---|---|---|---|")
         tl_prev = torch.tensor(detector["corpus"]["previous_token_head"], dtype=torch.float64)
         hs_prev = headscan["previous_token"]
+        if length > 0:
+            relation = (f"head_detector = headscan × {length - 1}/{length} (it divides by all {length} rows, "
+                        f"BOS's too): largest |difference| {max_diff(tl_prev, hs_prev * (length - 1) / length):.1e}")
+        else:
+            relation = ("head_detector: per window, sum over all T rows / T (BOS's row too), then the mean over "
+                        "windows; headscan: the mean over every window's queries 1 … T − 1, pooled (the windows' "
+                        "lengths vary, so no single factor relates them)")
         rows = [
-            ("previous-token", "corpus", tl_prev, hs_prev,
-             f"head_detector = headscan × {length - 1}/{length} (it divides by all {length} rows, BOS's too): "
-             f"largest |difference| {max_diff(tl_prev, hs_prev * (length - 1) / length):.1e}"),
+            ("previous-token", "corpus", tl_prev, hs_prev, relation),
             ("duplicate-token", "corpus", torch.tensor(detector["corpus"]["duplicate_token_head"]), None,
              "headscan scores duplicate tokens on its probes only"),
             ("induction", "corpus", torch.tensor(detector["corpus"]["induction_head"]), None,
@@ -102,7 +108,8 @@ def main() -> None:
             print(f"| {label} | {source} | {float(tl.mean()):.4f} [{float(tl.max()):.4f}] | {hs_text} | {relation} |")
             figures["detector"][f"{label} {source}"] = {"head_detector_mean": float(tl.mean()),
                                                          "headscan_mean": float(hs.mean()) if hs is not None else None}
-        figures["detector"]["previous_token_rescaled_max_diff"] = max_diff(tl_prev, hs_prev * (length - 1) / length)
+        if length > 0:
+            figures["detector"]["previous_token_rescaled_max_diff"] = max_diff(tl_prev, hs_prev * (length - 1) / length)
         if "nnsight" in peers and "detector" in peers["nnsight"]:
             diff = max(max_diff(peers["nnsight"]["detector"][source][name], detector[source][name])
                        for source in detector for name in detector[source])

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""One peer's whole run over the benchmark's model and corpus (bench/peers/run.sh times it).
+"""One peer's whole run over a benchmark's model and corpus (bench/peers/run.sh and
+bench/smollm2/run.sh time it).
 
     build/peers-venv/bin/python bench/peers/peer.py TOOL WORK [--threads 2] [--batch-size 8]
         [--seed 0] [--probe-lengths L1,L2,...[:REPEATS]] [--out FILE]
@@ -15,8 +16,12 @@ TOOL is one of
   nnsight           TransformersModel(WORK/model, attn_implementation="eager"), each layer's
                     attention weights (the attention module's second output) saved in a trace
                     per batch, TransformerLens' three scores computed from them (scores.py).
-Every tool tokenizes WORK/corpus.txt itself (BOS + the line: each line is one window) and checks
-the ids against WORK/windows.json, the ids headscan runs. The peers capturing attention also run
+WORK holds model/ (a transformers directory: GPT-2 or Llama-shaped), corpus.txt and windows.json
+({"bos": id, "windows": [ids of each line]}, the ids `headscan tokenize` gives). Every tool
+tokenizes WORK/corpus.txt itself (BOS + the line: each line is one window) and checks the ids
+against windows.json, the ids headscan runs. Windows may differ in length: a batch is then
+right-padded, and only each window's own rows and keys are scored (a causal model's real rows do
+not see right padding, so no attention mask is needed). The peers capturing attention also run
 headscan's 10 induction probes (probes.py, --seed as headscan's) and compute headscan's
 definitions (scores.py) from what they captured, for bench/peers/agreement.py. --out gets the
 phases' seconds and the scores as JSON.
@@ -62,7 +67,11 @@ def check_ids(ids, expected, where):
 def make_probes(tokenizer, bos, length, args):
     vocab_size = len(tokenizer)
     pieces = tokenizer.convert_ids_to_tokens(list(range(vocab_size)))
-    vocabulary = probe_module.probe_vocabulary(pieces, set(tokenizer.all_special_ids))
+    # headscan's special ids: the tokenizer's and every added token marked special (tokenizer.json's
+    # added_tokens; all_special_ids may name only BOS, EOS, UNK and padding)
+    special = set(tokenizer.all_special_ids)
+    special |= {i for i, token in getattr(tokenizer, "added_tokens_decoder", {}).items() if token.special}
+    vocabulary = probe_module.probe_vocabulary(pieces, special)
     lengths, repeats = probe_module.repeat_lengths(length)
     if args.probe_lengths:
         text, _, repeats_text = args.probe_lengths.partition(":")
@@ -82,7 +91,7 @@ def run_transformers(args, lines, expected, phases):
     check_ids(ids, expected["windows"], "transformers' tokenizer")
     with torch.inference_mode():
         for batch in batches(ids, args.batch_size):
-            model(torch.tensor(batch))
+            model(padded(batch, expected["bos"])[0])
     phases["corpus"] = time.perf_counter() - begin
     return None
 
@@ -106,14 +115,15 @@ def run_transformer_lens(args, lines, expected, phases):
     ids = []
     with torch.inference_mode():
         for batch_lines in batches(lines, args.batch_size):
-            tokens = model.to_tokens(batch_lines)  # BOS prepended; every line is 255 tokens
-            ids += tokens.tolist()
+            rows = [model.to_tokens(line)[0].tolist() for line in batch_lines]  # BOS prepended
+            ids += rows
+            tokens, lengths = padded(rows, bos)
             _, cache = model.run_with_cache(tokens, names_filter=keep)
             for layer in range(layers):
-                scores.add_corpus(layer, cache[pattern(layer)], tokens)
-            for b, line in enumerate(batch_lines):
-                one = ActivationCache({name: value[b] for name, value in cache.cache_dict.items()}, model,
-                                      has_batch_dim=False)
+                scores.add_corpus(layer, cache[pattern(layer)], tokens, lengths)
+            for b, (line, length) in enumerate(zip(batch_lines, lengths)):
+                one = ActivationCache({name: value[b, :, :length, :length] for name, value in cache.cache_dict.items()},
+                                      model, has_batch_dim=False)
                 for name in score_module.DETECTOR:
                     detector["corpus"][name] += head_detector.detect_head(model, line, name, cache=one).double()
                 counted["corpus"] += 1
@@ -121,7 +131,7 @@ def run_transformer_lens(args, lines, expected, phases):
     phases["corpus"] = time.perf_counter() - begin
 
     begin = time.perf_counter()
-    probe_ids = make_probes(model.tokenizer, bos, len(expected["windows"][0]), args)
+    probe_ids = make_probes(model.tokenizer, bos, max(map(len, expected["windows"])), args)
     with torch.inference_mode():
         for batch in batches(probe_ids, args.batch_size):
             tokens, lengths = padded(batch, bos)
@@ -152,27 +162,32 @@ def run_nnsight(args, lines, expected, phases):
                               attn_implementation="eager", dispatch=True)
     phases["load"] = time.perf_counter() - begin
     config = model.config
-    layers, heads, bos = config.n_layer, config.n_head, expected["bos"]
+    layers, heads, bos = config.num_hidden_layers, config.num_attention_heads, expected["bos"]
     scores = score_module.Scores(layers, heads, bos)
+    # Each layer's attention module, whose second output is the attention weights (eager).
+    if config.model_type == "gpt2":
+        attention_module = lambda layer: model.transformer.h[layer].attn  # noqa: E731
+    else:  # Llama and its kin
+        attention_module = lambda layer: model.model.layers[layer].self_attn  # noqa: E731
 
     def capture(tokens):
         saved = []
         with torch.inference_mode(), model.trace(tokens):
             for layer in range(layers):
-                saved.append(model.transformer.h[layer].attn.output[1].save())
+                saved.append(attention_module(layer).output[1].save())
         return saved
 
     begin = time.perf_counter()
     ids = [[bos] + model.tokenizer(line)["input_ids"] for line in lines]
     check_ids(ids, expected["windows"], "nnsight's tokenizer")
     for batch in batches(ids, args.batch_size):
-        tokens = torch.tensor(batch)
+        tokens, lengths = padded(batch, bos)
         for layer, attention in enumerate(capture(tokens)):
-            scores.add_corpus(layer, attention, tokens)
+            scores.add_corpus(layer, attention, tokens, lengths)
     phases["corpus"] = time.perf_counter() - begin
 
     begin = time.perf_counter()
-    probe_ids = make_probes(model.tokenizer, bos, len(expected["windows"][0]), args)
+    probe_ids = make_probes(model.tokenizer, bos, max(map(len, expected["windows"])), args)
     for batch in batches(probe_ids, args.batch_size):
         tokens, lengths = padded(batch, bos)
         for layer, attention in enumerate(capture(tokens)):

@@ -60,15 +60,22 @@ class Scores:
         self.detector_sequences = {"corpus": 0, "probes": 0}
         self.detector = {source: {name: zeros() for name in DETECTOR} for source in ("corpus", "probes")}
 
-    def add_corpus(self, layer: int, attention: torch.Tensor, ids: torch.Tensor) -> None:
-        """attention [B, H, T, T] of full windows (no padding); ids [B, T]."""
+    def add_corpus(self, layer: int, attention: torch.Tensor, ids: torch.Tensor, lengths=None) -> None:
+        """attention [B, H, T, T] of right-padded windows; ids [B, T]; lengths: real lengths
+        (default: T each, no padding)."""
+        if lengths is None:
+            lengths = [ids.shape[1]] * ids.shape[0]
         a = attention.double()
-        self.sums["previous_token"][layer] += a.diagonal(offset=-1, dim1=-2, dim2=-1).sum(dim=(0, 2))
-        self.sums["first_token"][layer] += a[:, :, 1:, 0].sum(dim=(0, 2))
+        # queries i = 1 … length - 1 of each window: position i - 1 of [B, H, T - 1]
+        real = torch.arange(ids.shape[1] - 1).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1) - 1
+        real = real.unsqueeze(1).double()
+        self.sums["previous_token"][layer] += (a.diagonal(offset=-1, dim1=-2, dim2=-1) * real).sum(dim=(0, 2))
+        self.sums["first_token"][layer] += (a[:, :, 1:, 0] * real).sum(dim=(0, 2))
         if layer == 0:
-            self.counts["previous_token"] += ids.shape[0] * (ids.shape[1] - 1)
-            self.counts["first_token"] += ids.shape[0] * (ids.shape[1] - 1)
-        self.add_detector("corpus", layer, attention, ids, [ids.shape[1]] * ids.shape[0])
+            queries = sum(length - 1 for length in lengths)
+            self.counts["previous_token"] += queries
+            self.counts["first_token"] += queries
+        self.add_detector("corpus", layer, attention, ids, lengths)
 
     def add_probes(self, layer: int, attention: torch.Tensor, ids: torch.Tensor, lengths) -> None:
         """attention [B, H, T, T] of right-padded probes; ids [B, T]; lengths: real lengths."""

@@ -4,8 +4,8 @@ corpus's documents, as a user of transformers, TransformerLens or nnsight pays a
 
     python bench/smollm2/bare_sdpa.py MODEL_DIR CORPUS [--threads N] [--batch-size N] [--max-length N]
 
-One document per line, tokenized by the directory's tokenizer (with its BOS where it adds one), cut
-at --max-length tokens, in batches of --batch-size in corpus order, right-padded with the attention
+One document per line, tokenized by the directory's tokenizer, BOS + the line as headscan frames it
+(BOS prepended where the tokenizer does not add it; SmolLM2's does not), cut at --max-length tokens, in batches of --batch-size in corpus order, right-padded with the attention
 mask, under torch.inference_mode(), logits included. Prints the tokens, the forward's seconds and
 the peak resident memory.
 """
@@ -35,11 +35,18 @@ def main():
     with open(args.corpus, encoding="utf-8") as f:
         documents = [line.strip() for line in f if line.strip()]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    bos = tokenizer.bos_token_id
+
+    def encode(text):
+        ids = tokenizer(text).input_ids
+        if bos is not None and ids[:1] != [bos]:
+            ids = [bos] + ids
+        return ids[:args.max_length]
     loaded = time.perf_counter()
     tokens = 0
     with torch.inference_mode():
         for first in range(0, len(documents), args.batch_size):
-            rows = [tokenizer(text).input_ids[:args.max_length] for text in documents[first:first + args.batch_size]]
+            rows = [encode(text) for text in documents[first:first + args.batch_size]]
             width = max(map(len, rows))
             ids = torch.full((len(rows), width), pad, dtype=torch.long)
             mask = torch.zeros_like(ids)
