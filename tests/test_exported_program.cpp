@@ -259,19 +259,59 @@ TEST_CASE("a forward as far as the last attention map gives the whole forward's 
   CHECK_FALSE(called);
 }
 
+// The logits of the rows a call asks for: computed alone by a program that takes logits_rows, kept
+// from [B, T, V] by one that does not and by TorchScript; a single row goes to the program twice.
+TEST_CASE("a forward call gives the logits of the rows it asks for", "[exported][e2e]") {
+  torch::jit::Module reference = torch::jit::load(fixture("pt2_reference.pt"));
+  const at::Tensor ids = reference.attr("ids_40").toTensor();
+  const at::Tensor mask = reference.attr("mask_40").toTensor();
+  const auto whole_model = InstrumentedModel::load(fixture("pt2_eager.pt2"));
+  CHECK_FALSE(whole_model->selects_logits_rows());
+  at::Tensor whole;
+  captured(*whole_model, ids, mask, nullptr, nullptr, &whole);
+  REQUIRE(whole.sizes() == at::IntArrayRef({2, 40, 64}));
+  const auto rows_model = InstrumentedModel::load(fixture("pt2_rows.pt2"));
+  CHECK(rows_model->selects_logits_rows());
+  CHECK(rows_model->forward_schema() ==
+        "forward(input_ids: Tensor, attention_mask: Tensor, logits_rows: Tensor) -> Tensor");
+  const auto traced = InstrumentedModel::load(fixture("pt2_eager.pt"));
+  for (const std::vector<std::int64_t>& wanted :
+       {std::vector<std::int64_t>{0, 17, 39}, std::vector<std::int64_t>{23}, std::vector<std::int64_t>{5, 6}}) {
+    const at::Tensor rows = at::tensor(wanted, at::kLong);
+    INFO(rows);
+    for (InstrumentedModel* model : {rows_model.get(), whole_model.get(), traced.get()}) {
+      INFO(model->path());
+      int maps = 0;
+      const headscan::ForwardOutput output =
+          model->forward(ids, &mask, [&](int, const at::Tensor&, std::int64_t first_row) { maps += first_row == 0; },
+                         nullptr, nullptr, &rows);
+      CHECK(maps == 2);
+      REQUIRE(output.logits);
+      REQUIRE(output.logits->sizes() == at::IntArrayRef({2, rows.size(0), 64}));
+      CHECK((*output.logits - whole.index_select(1, rows)).abs().max().item<double>() <= 1e-5);
+    }
+  }
+  // Without rows, every row: the probes' repeat loss.
+  at::Tensor all;
+  captured(*rows_model, ids, mask, nullptr, nullptr, &all);
+  REQUIRE(all.sizes() == whole.sizes());
+  CHECK((all - whole).abs().max().item<double>() <= 1e-5);
+}
+
 TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads.json", "[exported][e2e]") {
   TempDir dir;
   const std::string corpus = dir.write("corpus.txt", word_corpus({30, 12, 50, 7, 41, 25, 33, 60}));
   // pt2_min_length is pt2_eager's program with headscan.json's min_length 40: the corpus's shorter
   // batches are padded to 40 tokens, which must change nothing.
   // pt2_whole is pt2_eager's program without the attention program: its corpus pass runs whole.
-  for (const std::string name : {"pt2_eager", "pt2_sdpa", "pt2_min_length", "pt2_whole"}) {
+  // pt2_rows is pt2_eager's module with logits_rows: its probes ask for all rows, its needles few.
+  for (const std::string name : {"pt2_eager", "pt2_sdpa", "pt2_min_length", "pt2_whole", "pt2_rows"}) {
     INFO(name);
     const CommandResult exported = analyse(fixture(name + ".pt2"), corpus, dir / (name + "-pt2"));
     REQUIRE(exported.exit_code == 0);
     // -q: nothing on stderr (NativeRT logs every exception that passes through it).
     CHECK(exported.err.empty());
-    const std::string trace = name == "pt2_min_length" || name == "pt2_whole" ? "pt2_eager" : name;
+    const std::string trace = name == "pt2_sdpa" ? name : "pt2_eager";
     const CommandResult traced = analyse(fixture(trace + ".pt"), corpus, dir / (name + "-pt"));
     REQUIRE(traced.exit_code == 0);
     const nlohmann::json a = read_json(dir / (name + "-pt2") / "heads.json");

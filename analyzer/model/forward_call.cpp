@@ -180,4 +180,9 @@ std::shared_ptr<at::Tensor> logits_of(const c10::IValue& output, std::int64_t ba
   return std::make_shared<at::Tensor>(tensor);
 }
 
+std::shared_ptr<at::Tensor> logits_at(std::shared_ptr<at::Tensor> logits, const at::Tensor* rows) {
+  if (!logits || rows == nullptr) return logits;
+  return std::make_shared<at::Tensor>(logits->index_select(/*dim=*/1, rows->to(logits->device())));
+}
+
 }  // namespace headscan

@@ -50,4 +50,7 @@ c10::IValue run_forward(const ForwardSetting& setting, const CaptureScope& scope
 // null otherwise.
 std::shared_ptr<at::Tensor> logits_of(const c10::IValue& output, std::int64_t batch, std::int64_t length);
 
+// The rows `rows` (int64 [K]; null: all) of the logits [B, T, V] of a model that computes them all.
+std::shared_ptr<at::Tensor> logits_at(std::shared_ptr<at::Tensor> logits, const at::Tensor* rows);
+
 }  // namespace headscan

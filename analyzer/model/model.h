@@ -48,7 +48,8 @@ struct AttentionBlockUse {
 };
 
 // What a forward call produced besides attention: the logits, when the model returns a [B, T, V]
-// tensor (alone or first in a tuple), for probe losses.
+// tensor (alone or first in a tuple), for probe losses; [B, K, V] at the rows a call asked for
+// (InstrumentedModel::forward's logits_rows).
 struct ForwardOutput {
   std::shared_ptr<at::Tensor> logits;  // null when the output is not logits
 };
@@ -125,8 +126,16 @@ class InstrumentedModel {
   // With `scales`, each head's probabilities are multiplied by its scale (HeadScales) after the
   // callback has seen them; a model that returns its attention (capture "outputs") cannot be
   // scaled, and then `scales` must be null. So with `edit` (AttentionEdit).
+  // `logits_rows` (int64 [K], positions shared by the batch) asks for the logits at those rows
+  // only: [B, K, V]. A model that computes only them (selects_logits_rows()) never holds [B, T, V];
+  // another computes [B, T, V] and keeps those rows.
   virtual ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
-                                const HeadScales* scales = nullptr, const AttentionEdit* edit = nullptr) = 0;
+                                const HeadScales* scales = nullptr, const AttentionEdit* edit = nullptr,
+                                const at::Tensor* logits_rows = nullptr) = 0;
+  // Whether the model computes its logits at the rows a forward call asks for only: an exported
+  // program whose forward takes logits_rows (headscan export of a model with transformers'
+  // logits_to_keep).
+  virtual bool selects_logits_rows() const { return false; }
   // Runs the forward as far as its last attention map, where the model can end there by itself
   // (an exported program that carries its attention program, or one that runs whole without
   // stopping through NativeRT), handing the attention to `on_attention` as forward() does; returns

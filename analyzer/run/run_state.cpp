@@ -162,19 +162,32 @@ std::int64_t RunState::min_columns() const {
 
 ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                                 std::int64_t batch_index, std::vector<ExampleSequence>* examples,
-                                ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit) {
-  return forward_call(batch, feeds, batch_index, examples, target, scales, edit, /*stop_after_attention=*/false);
+                                ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit,
+                                const at::Tensor* logits_rows, const AttentionCallback* watch) {
+  CallMode mode;
+  mode.logits_rows = logits_rows;
+  mode.watch = watch;
+  return forward_call(batch, feeds, batch_index, examples, target, scales, edit, mode);
 }
 
 void RunState::observe(const std::vector<Sequence>& batch, BatchSource feeds, std::int64_t batch_index,
                        std::vector<ExampleSequence>* examples, ClassifierSet* target) {
-  forward_call(batch, feeds, batch_index, examples, target, nullptr, nullptr, /*stop_after_attention=*/true);
+  CallMode mode;
+  mode.stop_after_attention = true;
+  forward_call(batch, feeds, batch_index, examples, target, nullptr, nullptr, mode);
+}
+
+void RunState::replay(const std::vector<Sequence>& batch, BatchSource feeds, std::int64_t batch_index,
+                      ClassifierSet& target, const std::function<void(const AttentionCallback&)>& blocks) {
+  CallMode mode;
+  mode.replay = &blocks;
+  forward_call(batch, feeds, batch_index, nullptr, &target, nullptr, nullptr, mode);
 }
 
 ForwardOutput RunState::forward_call(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                                      std::int64_t batch_index, std::vector<ExampleSequence>* examples,
                                      ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit,
-                                     bool stop_after_attention) {
+                                     const CallMode& mode) {
   if (options.check_interrupt) options.check_interrupt();
   note_checked_length(batch);
   refuse_ids_beyond_model(batch);
@@ -212,7 +225,8 @@ ForwardOutput RunState::forward_call(const std::vector<Sequence>& batch, std::op
   // Only where no other attention can follow the last layer's: every attention node of the graph
   // runs once per call, and there are as many as the layers the first sequence showed (a model
   // whose depth depends on its input keeps running whole, and is refused when it breaks the shape).
-  stop_after_attention = stop_after_attention && model->attention_runs_once() && model->softmax_count() == shape.layers;
+  const bool stop_after_attention =
+      mode.stop_after_attention && model->attention_runs_once() && model->softmax_count() == shape.layers;
   bool unwind = false;  // the callback stops the forward (only where the model cannot end there itself)
   const AttentionCallback on_attention = [&](int layer, const at::Tensor& attention, std::int64_t first_row) {
     if (layer >= shape.layers || attention.size(1) != shape.heads) {
@@ -239,13 +253,16 @@ ForwardOutput RunState::forward_call(const std::vector<Sequence>& batch, std::op
                                  attention[static_cast<std::int64_t>(b)], first_row);
       }
     }
+    if (mode.watch != nullptr) (*mode.watch)(layer, attention, first_row);
     if (unwind && layer == shape.layers - 1 && first_row + attention.size(2) == rows) throw ForwardStopped();
   };
   ForwardOutput output;
   try {
-    if (!stop_after_attention || !model->forward_attention(tensors.ids, &tensors.mask, on_attention)) {
+    if (mode.replay != nullptr) {
+      (*mode.replay)(on_attention);
+    } else if (!stop_after_attention || !model->forward_attention(tensors.ids, &tensors.mask, on_attention)) {
       unwind = stop_after_attention;
-      output = model->forward(tensors.ids, &tensors.mask, on_attention, scales, edit);
+      output = model->forward(tensors.ids, &tensors.mask, on_attention, scales, edit, mode.logits_rows);
     }
   } catch (const ForwardStopped&) {
     // Every layer's attention has been read; the rest of the forward is not needed.

@@ -4,6 +4,7 @@
 // heads.json and the example sequences the report draws.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -116,21 +117,36 @@ struct RunState {
   // `target` replaces the run's classifiers (a causal pass's own set), and `scales` multiplies
   // heads' attention inside the model (HeadScales).
   // `edit` replaces layers' attention inside the model (AttentionEdit).
+  // `logits_rows` (int64 [K]) asks for the logits at those rows only, [B, K, V]
+  // (InstrumentedModel::forward), and `watch` sees every row block too, after the classifiers.
   ForwardOutput forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                         std::int64_t batch_index, std::vector<ExampleSequence>* examples,
                         ClassifierSet* target = nullptr, const HeadScales* scales = nullptr,
-                        const AttentionEdit* edit = nullptr);
+                        const AttentionEdit* edit = nullptr, const at::Tensor* logits_rows = nullptr,
+                        const AttentionCallback* watch = nullptr);
   // forward() for a pass that reads the attention only, not the model's output (the corpus pass):
   // the forward call stops once the last attention layer's last block has been read, so what the
   // model computes after it (the last layer's MLP, the final norm, the vocabulary projection: half
   // the work of a GPT-2-shaped model) is never run.
   void observe(const std::vector<Sequence>& batch, BatchSource feeds, std::int64_t batch_index,
                std::vector<ExampleSequence>* examples, ClassifierSet* target = nullptr);
+  // Feeds `target` the row blocks of `batch`'s attention that `blocks` hands to the callback it is
+  // given, in a forward call's order (AttentionCallback), as observe() feeds those of the model:
+  // attention kept from an earlier call, without running the model.
+  void replay(const std::vector<Sequence>& batch, BatchSource feeds, std::int64_t batch_index, ClassifierSet& target,
+              const std::function<void(const AttentionCallback&)>& blocks);
 
  private:
+  // How forward_call runs: the whole forward, its attention only (observe), or attention replayed.
+  struct CallMode {
+    bool stop_after_attention = false;
+    const at::Tensor* logits_rows = nullptr;
+    const AttentionCallback* watch = nullptr;
+    const std::function<void(const AttentionCallback&)>* replay = nullptr;
+  };
   ForwardOutput forward_call(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                              std::int64_t batch_index, std::vector<ExampleSequence>* examples, ClassifierSet* target,
-                             const HeadScales* scales, const AttentionEdit* edit, bool stop_after_attention);
+                             const HeadScales* scales, const AttentionEdit* edit, const CallMode& mode);
 };
 
 }  // namespace headscan

@@ -75,6 +75,8 @@ struct ExportedState {
   std::string tokenizer_json;
   ExportedProgramInfo program;
   ForwardSetting setting;
+  // The program's last input is logits_rows (int64 [K]): it computes the logits at those rows only.
+  bool takes_rows = false;
   // One of the archive's programs at a time, loaded when a call needs it (each holds the weights
   // it uses): "model", or kAttentionProgram.
   std::unique_ptr<torch::nativert::ModelRunnerHandle> runner;
@@ -116,10 +118,11 @@ class ExportedProgram final : public InstrumentedModel {
   std::string dtype() const override { return state_.setting.dtype; }
   const c10::Device& device() const override { return state_.setting.device; }
   std::string gradient_limit() const override { return kNoGradients; }
+  bool selects_logits_rows() const override { return state_.takes_rows; }
 
   ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
-                        const HeadScales* scales, const AttentionEdit* edit) override {
-    return run(ids, mask, on_attention, scales, edit, "model");
+                        const HeadScales* scales, const AttentionEdit* edit, const at::Tensor* logits_rows) override {
+    return run(ids, mask, on_attention, scales, edit, "model", logits_rows);
   }
 
   // The corpus pass calls this for every batch: the attention program, where the archive has one
@@ -131,13 +134,17 @@ class ExportedProgram final : public InstrumentedModel {
   bool forward_attention(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention) override {
     const bool cut = state_.program.attention_program &&
                      (state_.runner_program != "model" || !model_program_used_after_cut_);
-    run(ids, mask, on_attention, nullptr, nullptr, cut ? kAttentionProgram : "model");
+    // Rows 0 and T - 1 (the rows' size is dynamic, from 2): the model's program computes their
+    // logits only; the attention program does not read them.
+    const at::Tensor ends = at::tensor(std::vector<std::int64_t>{0, ids.size(1) - 1}, at::kLong);
+    run(ids, mask, on_attention, nullptr, nullptr, cut ? kAttentionProgram : "model", &ends);
     return true;
   }
 
  private:
   ForwardOutput run(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
-                    const HeadScales* scales, const AttentionEdit* edit, const std::string& program) {
+                    const HeadScales* scales, const AttentionEdit* edit, const std::string& program,
+                    const at::Tensor* logits_rows) {
     TORCH_CHECK(ids.dim() == 2, "input ids must be [B,T], got ", ids.sizes());
     if (scales != nullptr) {
       for (const at::Tensor& scale : *scales) {
@@ -157,6 +164,16 @@ class ExportedProgram final : public InstrumentedModel {
     std::vector<c10::IValue> inputs{device_ids};
     if (state_.setting.takes_mask) {
       inputs.emplace_back(mask != nullptr ? mask->to(state_.setting.device) : at::ones_like(device_ids));
+    }
+    // A program that takes the rows is given those asked for (all when none are), at least two:
+    // torch.export specializes a size of 1, so a single row goes twice and the copy is dropped.
+    std::int64_t rows = length;
+    if (state_.takes_rows) {
+      at::Tensor wanted = logits_rows != nullptr ? logits_rows->to(at::kLong) : at::arange(length, at::kLong);
+      rows = wanted.size(0);
+      TORCH_CHECK(rows >= 1, "a forward call asks for the logits of no row");
+      if (rows == 1) wanted = wanted.repeat({2});
+      inputs.emplace_back(wanted.to(state_.setting.device));
     }
     // NativeRT runs the program in inference mode; what the callbacks keep (running sums, edits)
     // must stay ordinary tensors, which later code may update in place, computed with the caller's
@@ -183,7 +200,10 @@ class ExportedProgram final : public InstrumentedModel {
         run_forward(state_.setting, scope, batch, length, [&] { return state_.runner->run(inputs, {}); });
     note_attention_block_use(scope.block_use());
     if (program != "model") return ForwardOutput{};
-    return ForwardOutput{logits_of(output, batch, length)};
+    if (!state_.takes_rows) return ForwardOutput{logits_at(logits_of(output, batch, length), logits_rows)};
+    std::shared_ptr<at::Tensor> logits = logits_of(output, batch, std::max<std::int64_t>(rows, 2));
+    if (logits && rows == 1) *logits = logits->narrow(/*dim=*/1, 0, 1);
+    return ForwardOutput{std::move(logits)};
   }
 
   ExportedState state_;
@@ -226,10 +246,15 @@ std::unique_ptr<InstrumentedModel> load_exported_program(const std::string& path
     state.metadata = parse_model_metadata(zip.read("extra/headscan.json", kMaxMetadataBytes), path + ":headscan.json");
   }
   const ExportedProgramInfo& program = state.program;
-  if (program.inputs.empty() || program.inputs.size() > 2) {
+  // (input_ids[, attention_mask][, logits_rows]): the rows only by that name, as headscan export
+  // writes them.
+  state.takes_rows = program.inputs.size() >= 2 && program.inputs.back() == kLogitsRowsInput;
+  const std::size_t token_inputs = program.inputs.size() - (state.takes_rows ? 1 : 0);
+  if (token_inputs == 0 || token_inputs > 2 ||
+      (token_inputs == 2 && program.inputs[1] == kLogitsRowsInput)) {
     throw InputError(fmt::format("{}: the program takes {} input(s) ({}); headscan calls it with int64 [batch, "
-                                 "tokens] token ids and an attention mask: export a module whose forward takes "
-                                 "(input_ids[, attention_mask])",
+                                 "tokens] token ids, an attention mask and the rows whose logits it needs: export "
+                                 "a module whose forward takes (input_ids[, attention_mask][, logits_rows])",
                                  path, program.inputs.size(), fmt::join(program.inputs, ", ")));
   }
   if (program.observers + program.attention == 0) {
@@ -257,7 +282,7 @@ std::unique_ptr<InstrumentedModel> load_exported_program(const std::string& path
   check_operators(path, program.operators);
   state.setting.dtype = program.dtype;
   state.setting.device = own;
-  state.setting.takes_mask = program.inputs.size() == 2;
+  state.setting.takes_mask = token_inputs == 2;
   std::vector<std::string> arguments;
   for (const std::string& input : program.inputs) arguments.push_back(input + ": Tensor");
   state.setting.schema = fmt::format("forward({}) -> Tensor", fmt::join(arguments, ", "));

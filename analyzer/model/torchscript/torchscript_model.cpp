@@ -163,7 +163,7 @@ class TorchScriptModel final : public InstrumentedModel {
   std::string gradient_limit() const override { return ""; }
 
   ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
-                        const HeadScales* scales, const AttentionEdit* edit) override {
+                        const HeadScales* scales, const AttentionEdit* edit, const at::Tensor* logits_rows) override {
     TORCH_CHECK(ids.dim() == 2, "input ids must be [B,T], got ", ids.sizes());
     const std::int64_t batch = ids.size(0);
     const std::int64_t length = ids.size(1);
@@ -177,7 +177,7 @@ class TorchScriptModel final : public InstrumentedModel {
         run_forward(state_.setting, scope, batch, length, [&] { return state_.module.forward(inputs); });
     note_attention_block_use(scope.block_use());
     if (softmax_count() == 0) offer_returned_attention(output, scope);
-    return ForwardOutput{logits_of(output, batch, length)};
+    return ForwardOutput{logits_at(logits_of(output, batch, length), logits_rows)};
   }
 
  private:

@@ -46,7 +46,7 @@ std::vector<at::Tensor> streaming_heads(RunState& state, int kv_heads) {
   return layers;
 }
 
-// The next-token loss (nats) of `tokens` [N] at the rows [N] and queries [N] of `logits` [B, T, V].
+// The next-token loss (nats) of `tokens` [N] at the sequences [N] and rows [N] of `logits` [B, R, V].
 at::Tensor token_loss(const at::Tensor& logits, const at::Tensor& rows, const at::Tensor& queries,
                       const at::Tensor& tokens) {
   const at::Tensor at_queries = logits.index({rows, queries}).to(torch::kDouble);  // [N, V]
@@ -60,16 +60,22 @@ at::Tensor token_loss(const at::Tensor& logits, const at::Tensor& rows, const at
 void check_needle_batch(RunState& state, const std::vector<Sequence>& batch, const std::vector<const NeedleProbe*>& probes,
                         const AttentionEdit& edit, KvPlanNeedles& checked) {
   std::int64_t batch_events = 0;
-  at::Tensor rows, queries, copied, full_loss;  // [N]: each copy event's sequence, query and token; the loss
+  // [N]: each copy event's sequence, its query's row in the logits, its token; the loss
+  at::Tensor rows, queries, copied, full_loss;
+  // The logits of the final needles' queries only, [B, R, V].
+  const std::vector<std::int64_t> logits_rows = needle_query_rows(probes);
+  const at::Tensor row_tensor = torch::tensor(logits_rows, torch::kInt64);
+  std::int64_t columns = state.min_columns();
+  for (const Sequence& sequence : batch) columns = std::max(columns, static_cast<std::int64_t>(sequence.ids.size()));
   {
-    const ForwardOutput full = state.forward(batch, std::nullopt, 0, nullptr);
+    const ForwardOutput full = state.forward(batch, std::nullopt, 0, nullptr, nullptr, nullptr, nullptr, &row_tensor);
     if (!full.logits) throw InputError("the model returned no logits for the needle probes");
     std::vector<std::int64_t> events;
-    const at::Tensor targets = needle_targets(*full.logits, probes, events);  // [B, T]: the key copied, or -1
+    // [B, T]: the key copied, or -1
+    const at::Tensor targets = needle_targets(*full.logits, logits_rows, columns, probes, events);
     for (const std::int64_t count : events) batch_events += count;
     if (batch_events == 0) return;
     // The copied token of each event: the id at the key it copies.
-    const std::int64_t columns = targets.size(1);
     at::Tensor ids = torch::zeros({static_cast<std::int64_t>(batch.size()), columns}, torch::kInt64);
     for (std::size_t b = 0; b < batch.size(); ++b) {
       const auto& sequence = batch[b].ids;
@@ -79,11 +85,16 @@ void check_needle_batch(RunState& state, const std::vector<Sequence>& batch, con
     }
     const at::Tensor at_event = targets.ge(0).nonzero();  // [N, 2]: sequence, query
     rows = at_event.select(/*dim=*/1, 0);
-    queries = at_event.select(/*dim=*/1, 1);
-    copied = ids.to(targets.device()).gather(1, targets.clamp_min(0)).index({rows, queries});
+    const at::Tensor at_query = at_event.select(/*dim=*/1, 1);
+    copied = ids.to(targets.device()).gather(1, targets.clamp_min(0)).index({rows, at_query});
+    // Each query's row in the logits.
+    const at::Tensor row_of = torch::full({columns}, -1, torch::kInt64)
+                                  .index_put_({row_tensor}, torch::arange(row_tensor.size(0), torch::kInt64));
+    queries = row_of.to(targets.device()).index({at_query});
     full_loss = token_loss(*full.logits, rows, queries, copied);
   }
-  const ForwardOutput restricted = state.forward(batch, std::nullopt, 0, nullptr, nullptr, nullptr, &edit);
+  const ForwardOutput restricted =
+      state.forward(batch, std::nullopt, 0, nullptr, nullptr, nullptr, &edit, &row_tensor);
   if (!restricted.logits) throw InputError("the model returned no logits for the needle probes");
   const at::Tensor kept = restricted.logits->index({rows, queries}).argmax(/*dim=*/-1).eq(copied).sum();
   const at::Tensor delta = (token_loss(*restricted.logits, rows, queries, copied) - full_loss).sum();

@@ -1,6 +1,7 @@
 // The needle pass: needle probes (analyzer/run/sequences/needles.h) at each probe length, through
-// the instrumented model once for the model's predictions, which say where it copies the needle
-// (its copy events), then, for each probe where it copied any, again with those events to a
+// the instrumented model once: its predictions at the final needle's queries (their logits only)
+// say where it copies the needle (its copy events), and each head's argmax key at those queries,
+// kept during the same call, goes for each probe where it copied any, with those events, to a
 // retrieval classifier of the (length, depth) cell's own, whose hits are the cell's per-head grid
 // and whose statistics are then added to the run's retrieval classifier. A length runs its probes
 // round by round as the cost plan says (NeedleLengthPlan, needle_plan.h), each round in batches of
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,7 @@
 #include "analyzer/run/sequences/needles.h"
 #include "analyzer/run/sequences/probe_budget.h"
 #include "heads/registry.h"
+#include "heads/row_summary.h"
 #include "heads/saved_statistics.h"
 
 namespace headscan {
@@ -74,6 +77,68 @@ CorpusExtent corpus_extent(const RunState& state) {
   }
   return extent;
 }
+
+// Each head's argmax key (heads/row_summary.h: the first key of the largest weight) at some query
+// rows of a forward call, kept layer by layer as its row blocks go by ([B, H, R] int64 per layer),
+// and replayed as one-hot row blocks.
+class QueryArgmax {
+ public:
+  // `rows`: ascending, without repeats.
+  QueryArgmax(const std::vector<std::int64_t>& rows, const ModelShape& shape)
+      : causal_(shape.causal), rows_(static_cast<std::int64_t>(rows.size())),
+        argmax_(static_cast<std::size_t>(shape.layers)) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (i == 0 || rows[i] != rows[i - 1] + 1) runs_.push_back(Run{rows[i], 0, static_cast<std::int64_t>(i)});
+      ++runs_.back().count;
+    }
+  }
+
+  // A row block [B, H, Q, T] of `layer`'s attention from row first_row (AttentionCallback).
+  void add(int layer, const at::Tensor& attention, std::int64_t first_row) {
+    const std::int64_t end = first_row + attention.size(2);
+    for (const Run& run : runs_) {
+      const std::int64_t first = std::max(run.first, first_row);
+      const std::int64_t last = std::min(run.first + run.count, end);
+      if (first >= last) continue;
+      at::Tensor& kept = argmax_.at(static_cast<std::size_t>(layer));
+      if (!kept.defined()) {
+        kept = at::zeros({attention.size(0), attention.size(1), rows_}, attention.options().dtype(at::kLong));
+      }
+      const at::Tensor rows = attention.narrow(/*dim=*/2, first - first_row, last - first);
+      kept.narrow(/*dim=*/2, run.offset + first - run.first, last - first)
+          .copy_(summarize_rows(rows, causal_, first).argmax);
+    }
+  }
+
+  // Sequence b's rows, to `feed` as one-hot blocks [1, H, rows, width] of each layer in order.
+  void replay(std::int64_t b, std::int64_t width, const AttentionCallback& feed) const {
+    for (std::size_t layer = 0; layer < argmax_.size(); ++layer) {
+      const at::Tensor& kept = argmax_[layer];
+      if (!kept.defined()) {
+        throw InputError(fmt::format("the needle probes' forward call gave layer {} no attention at the needle's "
+                                     "queries",
+                                     layer));
+      }
+      for (const Run& run : runs_) {
+        const at::Tensor keys = kept.narrow(/*dim=*/0, b, 1).narrow(/*dim=*/2, run.offset, run.count);  // [1, H, n]
+        at::Tensor one_hot = at::zeros({1, kept.size(1), run.count, width}, kept.options().dtype(at::kFloat));
+        one_hot.scatter_(/*dim=*/3, keys.unsqueeze(-1), 1.0);
+        feed(static_cast<int>(layer), one_hot, run.first);
+      }
+    }
+  }
+
+ private:
+  struct Run {  // consecutive rows first .. first + count − 1, at `offset` in the kept rows
+    std::int64_t first;
+    std::int64_t count;
+    std::int64_t offset;
+  };
+  bool causal_;
+  std::int64_t rows_;
+  std::vector<Run> runs_;
+  std::vector<at::Tensor> argmax_;
+};
 
 // The run's retrieval classifier, which every cell's statistics are added to.
 HeadClassifier& run_retrieval(RunState& state) {
@@ -175,10 +240,10 @@ class NeedlePass : public Pass {
     for (const NeedleSet& set : sets) lengths.push_back(fmt::format("{}", set.length));
     std::string estimate;
     if (state.corpus_seconds > 0 && state.corpus_summary.tokens > 0) {
-      // A probe runs the whole model, and a probe with copy events a second time.
+      // A probe runs the whole model once, where the corpus pass stops after the last attention.
       const double rate = static_cast<double>(state.corpus_summary.tokens) / state.corpus_seconds;
       estimate = fmt::format(", up to about {:.0f} s at the corpus pass's {:.0f} tokens/s",
-                             2.0 * static_cast<double>(planned) / rate, rate);
+                             static_cast<double>(planned) / rate, rate);
     }
     fmt::print(stderr, "needle probes: lengths {}, at most {} tokens{}{}\n", fmt::join(lengths, ", "), planned,
                sized_to_corpus_ ? fmt::format(" ({:.0f} % of the corpus's, the default)", kNeedleCorpusShare * 100)
@@ -227,9 +292,11 @@ class NeedlePass : public Pass {
     }
   }
 
-  // One batch of a round's probes, once for the model's predictions; then each probe that holds a
-  // copy event again, alone, with its events to its cell's retrieval classifier (a round holds one
-  // probe per cell). Returns the batch's copy events.
+  // One batch of a round's probes, through the model once. Its predictions at the final needles'
+  // queries (the logits of those rows only) say the copy events; each head's argmax key at those
+  // queries, kept per layer during the same call, is then replayed to the cell of each probe with a
+  // copy event as one-hot rows: the retrieval statistic reads a row's argmax key only
+  // (heads/retrieval.cpp), which a one-hot row holds alone. Returns the batch's copy events.
   std::int64_t run_batch(RunState& state, const NeedleSet& set, const std::vector<NeedleProbeIndex>& indices,
                          std::vector<NeedleCell>& summary_cells, std::vector<std::unique_ptr<ClassifierSet>>& cells) {
     std::vector<Sequence> batch;
@@ -238,11 +305,22 @@ class NeedlePass : public Pass {
       batch.push_back(set.sequence(index.haystack, index.depth, state.text.shape));
       probes.push_back(&set.probe(index.haystack, index.depth));
     }
-    ForwardOutput predicted = state.forward(batch, std::nullopt, batch_index_, nullptr);
-    if (!predicted.logits) throw InputError("the model returned no logits for the needle probes");
+    const std::vector<std::int64_t> rows = needle_query_rows(probes);
+    const at::Tensor row_tensor = at::tensor(rows, at::kLong);
+    QueryArgmax kept(rows, state.shape);
+    const AttentionCallback keep = [&kept](int layer, const at::Tensor& attention, std::int64_t first_row) {
+      kept.add(layer, attention, first_row);
+    };
+    std::int64_t columns = state.min_columns();
+    for (const Sequence& sequence : batch) columns = std::max(columns, static_cast<std::int64_t>(sequence.ids.size()));
     std::vector<std::int64_t> events;
-    const at::Tensor targets = needle_targets(*predicted.logits, probes, events);
-    predicted = ForwardOutput();  // its logits [B, T, V] are not needed past the copy events
+    at::Tensor targets;
+    {
+      const ForwardOutput predicted =
+          state.forward(batch, std::nullopt, batch_index_, nullptr, nullptr, nullptr, nullptr, &row_tensor, &keep);
+      if (!predicted.logits) throw InputError("the model returned no logits for the needle probes");
+      targets = needle_targets(*predicted.logits, rows, columns, probes, events);
+    }
     std::int64_t batch_events = 0;
     for (std::size_t b = 0; b < indices.size(); ++b) {
       const auto depth = static_cast<std::size_t>(indices[b].depth);
@@ -251,10 +329,13 @@ class NeedlePass : public Pass {
       cell.candidates += kNeedleLength - 1;
       cell.events += events[b];
       batch_events += events[b];
-      // Without a copy event the probe adds nothing to any head's hits or events: no second call.
+      // Without a copy event the probe adds nothing to any head's hits or events.
       if (events[b] == 0) continue;
-      state.needle_targets = targets.narrow(/*dim=*/0, static_cast<std::int64_t>(b), 1);
-      state.observe({batch[b]}, *feeds(), batch_index_++, nullptr, cells[depth].get());
+      const auto probe = static_cast<std::int64_t>(b);
+      const std::int64_t width = std::max(state.min_columns(), static_cast<std::int64_t>(batch[b].ids.size()));
+      state.needle_targets = targets.narrow(/*dim=*/0, probe, 1).narrow(/*dim=*/1, 0, width);
+      state.replay({batch[b]}, *feeds(), batch_index_++, *cells[depth],
+                   [&](const AttentionCallback& feed) { kept.replay(probe, width, feed); });
     }
     return batch_events;
   }

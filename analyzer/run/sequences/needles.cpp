@@ -160,13 +160,26 @@ std::vector<NeedleSet> make_needles(const Tokenizer& tokenizer, const SequenceSh
   return sets;
 }
 
-at::Tensor needle_targets(const at::Tensor& logits, const std::vector<const NeedleProbe*>& probes,
-                          std::vector<std::int64_t>& events) {
-  TORCH_CHECK(logits.dim() == 3 && logits.size(0) == static_cast<std::int64_t>(probes.size()),
-              "logits must be [B,T,V] for the needle batch of ", probes.size(), " probes, got ", logits.sizes());
-  const at::Tensor predicted = logits.argmax(/*dim=*/-1).to(torch::kCPU).contiguous();  // [B, T]
+std::vector<std::int64_t> needle_query_rows(const std::vector<const NeedleProbe*>& probes) {
+  std::vector<std::int64_t> rows;
+  for (const NeedleProbe* probe : probes) {
+    // The query at final-needle token k (1-based) sits at final_start + k − 1 and predicts token k + 1.
+    for (std::int64_t k = 1; k < kNeedleLength; ++k) rows.push_back(probe->final_start + k - 1);
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+at::Tensor needle_targets(const at::Tensor& logits, const std::vector<std::int64_t>& rows, std::int64_t columns,
+                          const std::vector<const NeedleProbe*>& probes, std::vector<std::int64_t>& events) {
+  const auto row_count = static_cast<std::int64_t>(rows.size());
+  TORCH_CHECK(logits.dim() == 3 && logits.size(0) == static_cast<std::int64_t>(probes.size()) &&
+                  logits.size(1) == row_count,
+              "logits must be [B,R,V] for the needle batch of ", probes.size(), " probes at ", row_count,
+              " rows, got ", logits.sizes());
+  const at::Tensor predicted = logits.argmax(/*dim=*/-1).to(torch::kCPU).contiguous();  // [B, R]
   const auto* top = predicted.data_ptr<std::int64_t>();
-  const std::int64_t columns = predicted.size(1);
   at::Tensor targets = torch::full({predicted.size(0), columns}, -1, torch::kInt64);
   auto* target = targets.data_ptr<std::int64_t>();
   events.assign(probes.size(), 0);
@@ -174,12 +187,14 @@ at::Tensor needle_targets(const at::Tensor& logits, const std::vector<const Need
     const NeedleProbe& probe = *probes[b];
     TORCH_CHECK(probe.final_start + kNeedleLength <= columns, "needle batch of ", columns,
                 " columns is shorter than its probe's final needle at ", probe.final_start);
-    // The query at final-needle token k (1-based) sits at final_start + k − 1 and predicts token k + 1.
     for (std::int64_t k = 1; k < kNeedleLength; ++k) {
-      const std::int64_t row = static_cast<std::int64_t>(b) * columns + probe.final_start + k - 1;
-      if (top[row] != probe.needle[static_cast<std::size_t>(k)]) continue;
+      const std::int64_t query = probe.final_start + k - 1;
+      const auto found = std::lower_bound(rows.begin(), rows.end(), query);
+      TORCH_CHECK(found != rows.end() && *found == query, "the needle batch's logits lack row ", query);
+      const std::int64_t at_row = static_cast<std::int64_t>(b) * row_count + (found - rows.begin());
+      if (top[at_row] != probe.needle[static_cast<std::size_t>(k)]) continue;
       ++events[b];
-      target[row] = probe.inserted + k;
+      target[static_cast<std::int64_t>(b) * columns + query] = probe.inserted + k;
     }
   }
   return targets.to(logits.device());

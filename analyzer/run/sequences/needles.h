@@ -84,11 +84,16 @@ std::vector<NeedleSet> make_needles(const Tokenizer& tokenizer, const SequenceSh
 // length.
 std::int64_t needle_text_wanted(const SequenceShape& shape, const std::vector<std::int64_t>& lengths);
 
-// Per batch of needle probes (`probes`, the batch's sequences in order) and the model's logits
-// [B, T, V]: [B, T] int64 on the logits' device, at each copy event the position of the key it
-// copies, -1 elsewhere. `events` gets each probe's copy events; each probe has kNeedleLength − 1
-// candidate queries.
-at::Tensor needle_targets(const at::Tensor& logits, const std::vector<const NeedleProbe*>& probes,
-                          std::vector<std::int64_t>& events);
+// The rows whose predictions say a batch's copy events: each probe's candidate queries (its final
+// needle's tokens 1 .. kNeedleLength − 1), ascending and without repeats (the same kNeedleLength − 1
+// rows for probes of one length).
+std::vector<std::int64_t> needle_query_rows(const std::vector<const NeedleProbe*>& probes);
+
+// Per batch of needle probes (`probes`, the batch's sequences in order, of `columns` tokens) and the
+// model's logits at `rows` (needle_query_rows), [B, R, V]: [B, columns] int64 on the logits' device,
+// at each copy event the position of the key it copies, -1 elsewhere. `events` gets each probe's
+// copy events; each probe has kNeedleLength − 1 candidate queries.
+at::Tensor needle_targets(const at::Tensor& logits, const std::vector<std::int64_t>& rows, std::int64_t columns,
+                          const std::vector<const NeedleProbe*>& probes, std::vector<std::int64_t>& events);
 
 }  // namespace headscan

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import ExportError, ExportInputError, checks, headscan_attention, headscan_json
-from .model import example_rows, missing_outputs, padded_batch
+from .model import example_rows, lm_head_rows, missing_outputs, padded_batch
 from .ops import define
 from .program import exported_program
 from .pt2 import Recorder, check_lengths, check_padding, check_rows, check_shapes
@@ -18,7 +18,9 @@ from .pt2 import Recorder, check_lengths, check_padding, check_rows, check_shape
 class Wrapper(torch.nn.Module):
     """forward(input_ids[, attention_mask]) -> the model's first output (logits, or the hidden
     states of a model without a head), no cache. A transformers model is called with keywords; any
-    other module with the ids (and the mask) as positional arguments."""
+    other module with the ids (and the mask) as positional arguments. `logits_rows` (int64 [K], the
+    positions shared by the batch) asks a transformers model for the logits at those rows only
+    (its logits_to_keep): [B, K, V] instead of [B, T, V]."""
 
     def __init__(self, model, takes_mask):
         super().__init__()
@@ -27,15 +29,17 @@ class Wrapper(torch.nn.Module):
         parameters = inspect.signature(model.forward).parameters
         self.keywords = "input_ids" in parameters
         self.extra = {"use_cache": False} if "use_cache" in parameters else {}
+        self.keeps_logits = self.keywords and "logits_to_keep" in parameters
 
-    def run(self, input_ids, attention_mask=None):
+    def run(self, input_ids, attention_mask=None, logits_rows=None):
         if self.keywords:
             masked = {"attention_mask": attention_mask} if self.takes_mask else {}
             if not self.takes_mask and self.compact_mask():
                 # Without a 2D mask transformers looks for packed sequences in the positions, which
                 # under torch.export makes a [B, 1, T, T] mask; every key is a token here.
                 masked = {"attention_mask": torch.ones_like(input_ids)}
-            output = self.model(input_ids=input_ids, **masked, **self.extra)
+            rows = {"logits_to_keep": logits_rows} if logits_rows is not None else {}
+            output = self.model(input_ids=input_ids, **masked, **self.extra, **rows)
         else:
             output = self.model(input_ids, attention_mask) if self.takes_mask else self.model(input_ids)
         return output if isinstance(output, torch.Tensor) else output[0]
@@ -48,6 +52,47 @@ class Wrapper(torch.nn.Module):
         config = getattr(self.model, "config", None)
         return getattr(config, "_attn_implementation", None) == headscan_attention.NAME and \
             "attention_mask" in inspect.signature(self.model.forward).parameters
+
+
+class RowsWrapper(Wrapper):
+    """The exported forward of a model that computes its logits at the rows asked for:
+    forward(input_ids, attention_mask, logits_rows); the checks call it as Wrapper (all rows)."""
+
+    takes_logits_rows = True
+
+    def forward(self, input_ids, attention_mask=None, logits_rows=None):  # pylint: disable=arguments-differ
+        return self.run(input_ids, attention_mask, logits_rows)
+
+
+class IdsRowsWrapper(RowsWrapper):
+    """RowsWrapper of a model exported without the attention mask: forward(input_ids, logits_rows)."""
+
+    def forward(self, input_ids, logits_rows=None):  # pylint: disable=arguments-differ
+        return self.run(input_ids, None, logits_rows)
+
+
+def selects_rows(wrapper, inputs, lm_head, dtype):
+    """Whether the model's forward computes its logits at given rows only (transformers'
+    logits_to_keep as a tensor of positions) exactly as those rows of the whole output: checked on
+    the model itself before the export, so that a model whose logits_to_keep takes a count only is
+    exported without the input."""
+    if not wrapper.keeps_logits or lm_head is None:
+        return False
+    length = inputs[0].shape[1]
+    rows = torch.tensor([0, length // 2, length - 1], dtype=torch.int64, device=inputs[0].device)
+    try:
+        whole = wrapper.run(*inputs)
+        some = wrapper.run(*inputs, logits_rows=rows) if wrapper.takes_mask else wrapper.run(inputs[0], None, rows)
+    except Exception:  # noqa: BLE001 - a model whose logits_to_keep takes a count only
+        return False
+    return (whole.dim() == 3 and whole.shape[-1] == lm_head and some.shape == (whole.shape[0], 3, whole.shape[2])
+            and checks.close(some, whole[:, rows], dtype))
+
+
+def example_logits_rows(length, device):
+    """The rows of the export's example: three, a count that is neither its batch (2) nor its
+    lengths, so that torch.export gives the rows a size of their own."""
+    return torch.tensor([0, length // 2, length - 1], dtype=torch.int64, device=device)
 
 
 class NoTokenizer:
@@ -147,6 +192,12 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
         example_inputs = batch(example_rows_)
         if not takes_mask:
             example_inputs = example_inputs[:1]
+        # A model that computes its logits at the rows asked for is exported with them as an input
+        # (logits_rows): the run's needle probes then ask for a few rows, not [T, V].
+        export_inputs = example_inputs
+        if selects_rows(wrapper, example_inputs, lm_head_rows(model), dtype):
+            wrapper = (RowsWrapper if takes_mask else IdsRowsWrapper)(model, takes_mask).eval()
+            export_inputs = (*example_inputs, example_logits_rows(example_inputs[0].shape[1], device))
 
         def lengths_exact(program):
             return check_lengths(Recorder(program, record=False), wrapper, tokenizer, bos_id, vocab_size, batch, dtype,
@@ -155,7 +206,7 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
 
         # The lengths are checked before the program is decomposed too: a model whose computation
         # depends on the length (a loop over chunks) is refused without waiting for that step.
-        ep, min_length, layers, numbers = exported_program(wrapper, example_inputs, max_length, config,
+        ep, min_length, layers, numbers = exported_program(wrapper, export_inputs, max_length, config,
                                                            precheck=lengths_exact)
         recorder = Recorder(ep)
         probe = batch(example_rows_[:1])

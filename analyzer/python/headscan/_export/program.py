@@ -39,10 +39,14 @@ FUSED = re.compile(r"flash|efficient_attention|cudnn_attention|_native_multi_hea
 
 
 def export_wrapper(wrapper, example_inputs, max_length):
-    """torch.export of `wrapper` (forward(input_ids[, attention_mask])), batch and length dynamic up
-    to max_length; a failure is ExportInputError with the reason in the user's terms."""
+    """torch.export of `wrapper` (forward(input_ids[, attention_mask][, logits_rows])), batch and
+    length dynamic up to max_length, the rows' count dynamic; a failure is ExportInputError with
+    the reason in the user's terms."""
     length = Dim.DYNAMIC(min=2, max=max_length) if max_length > 2 else None
     shape = {0: Dim.DYNAMIC, 1: length} if length is not None else {0: Dim.DYNAMIC}
+    # The ids and the mask are [B, T]; a wrapper's logits_rows (exporter.py's RowsWrapper) is [K].
+    rows = getattr(wrapper, "takes_logits_rows", False)
+    shapes = (shape,) * (len(example_inputs) - rows) + (({0: Dim.DYNAMIC},) if rows else ())
     # torch.export logs what it could not trace (graphs, guards) before raising; the reason is
     # said once, below.
     loggers = [logging.getLogger(name) for name in ("torch.fx.experimental.symbolic_shapes", "torch._dynamo",
@@ -53,7 +57,7 @@ def export_wrapper(wrapper, example_inputs, max_length):
     printed = io.StringIO()  # torch.export prints the partial graph of a failure
     try:
         with contextlib.redirect_stderr(printed):
-            ep = torch.export.export(wrapper, tuple(example_inputs), dynamic_shapes=(shape,) * len(example_inputs))
+            ep = torch.export.export(wrapper, tuple(example_inputs), dynamic_shapes=shapes)
     except Exception as e:  # noqa: BLE001 - torch.export's many failures, said in the user's terms
         raise ExportInputError(export_failure(e)) from e
     finally:

@@ -29,6 +29,7 @@ class Recorder:
         self.record = record
         observe, attention = define()
         self.module = ep.module()
+        self.takes_rows = takes_logits_rows(ep)
         self.attentions = []
         for node in self.module.graph.nodes:
             if node.op == "call_function" and node.target is observe:
@@ -52,8 +53,25 @@ class Recorder:
         return output
 
     def __call__(self, *inputs):
+        """The program on `inputs`; a program that takes logits_rows is given every row unless
+        `inputs` names them (the ids, [the mask,] the rows)."""
         self.attentions = []
+        if self.takes_rows and inputs[-1].dim() != 1:  # the ids and the mask are [B, T]
+            inputs = (*inputs, torch.arange(inputs[0].shape[1], device=inputs[0].device))
         return self.module(*inputs)
+
+
+def takes_logits_rows(ep):
+    """Whether the program's last input is logits_rows (exporter.py's RowsWrapper)."""
+    return tuple(ep.graph_signature.user_inputs)[-1:] == ("logits_rows",)
+
+
+def checked_rows(length, device, most=64):
+    """The rows whose logits the length checks compare: every row up to `most` tokens, else `most`
+    spread over the sequence, the first and the last among them (a long check without [T, V])."""
+    if length <= most:
+        return torch.arange(length, device=device)
+    return torch.linspace(0, length - 1, most, device=device).round().long().unique()
 
 
 def check_rows(attentions, numbers, dtype):
@@ -84,7 +102,10 @@ def check_lengths(program, wrapper, tokenizer, bos_id, vocab_size, batch, dtype,
 
     def differs(length):
         ids, mask = batch(example_rows(tokenizer, bos_id, [length], vocab_size))
-        return checks.difference(program, wrapper, (ids, mask) if wrapper.takes_mask else (ids,), dtype)
+        inputs = (ids, mask) if wrapper.takes_mask else (ids,)
+        if getattr(wrapper, "takes_logits_rows", False):
+            inputs = (*inputs, checked_rows(length, ids.device))
+        return checks.difference(program, wrapper, inputs, dtype)
 
     for length in lengths:
         found = differs(length)
