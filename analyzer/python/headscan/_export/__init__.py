@@ -2,6 +2,9 @@
 scripts/export_hf.py (TorchScript, .pt) share these parts, one job each.
 
 metadata  the tokenizer and what headscan.json says (name, bos_token, max_length);
+gguf_file a GGUF file read through transformers' GGUF loader: config, tokenizer, BOS, the model
+          dequantized;
+tokenizer_checks  a GGUF file's tokenizer checked against its model (round trip, loss);
 model     the model: its size from the config, its class, loading it, the wrapper that is exported,
           inputs;
 checks    what an archive must satisfy before it is saved (graph, attention rows, shapes, lengths,

@@ -1,10 +1,23 @@
-"""`headscan export MODEL_DIR OUT.pt2`: a Hugging Face model directory exported with torch.export
-to an archive headscan runs (PyTorch's exported-program format, run by its C++ runtime NativeRT).
+"""`headscan export MODEL_DIR OUT.pt2`: a Hugging Face model directory, or a GGUF file, exported
+with torch.export to an archive headscan runs (PyTorch's exported-program format, run by its C++
+runtime NativeRT).
 
     headscan export MODEL_DIR OUT.pt2 [--name NAME] [--bos TOKEN|none] [--max-length N] ...
+    headscan export MODEL.gguf OUT.pt2 [--tokenizer tokenizer.json] ...
 
 MODEL_DIR is what `save_pretrained` writes (config.json, weights, tokenizer files). Needs torch and
 transformers; nothing is downloaded.
+
+GGUF files (llama.cpp's format)
+  MODEL.gguf is read by transformers' GGUF loader (the gguf and accelerate packages: pip install
+  'headscan[export]'), every weight dequantized to --dtype (float32 by default): the program is
+  what transformers' dequantized model computes, checked as below. The tokenizer is the file's, as
+  transformers converts it, unless --tokenizer FILE gives the model's tokenizer.json; either is
+  checked before the export, and a tokenizer that fails is refused (exit 2, naming the check): an
+  English sentence must come back from encoding and decoding it (round trip), and the model's mean
+  next-token loss on an English paragraph must be below 0.8 x ln(vocabulary), a uniform guess
+  being ln(vocabulary) (loss). bos_token's default falls back on the file's
+  tokenizer.ggml.bos_token_id; name's is the file's name without .gguf.
 
 Attention (--attention auto, the default)
   The model is loaded with transformers' SDPA attention where transformers has it for the class and
@@ -49,10 +62,11 @@ or whose program is exact at some lengths only, is refused with the reason (exit
 """
 
 import argparse
+import os
 import sys
 import warnings
 
-from . import ExportError, ExportInputError
+from . import ExportError, ExportInputError, gguf_file
 from .attention import MODES, exact_attention, refuse_sdpa, sdpa_unavailable
 from .exporter import Wrapper, export_model, extra_files
 from .headscan_json import MAX_LENGTH
@@ -62,6 +76,7 @@ from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, de
 from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_encoder_decoder
 from .output import Output, Terminated, sigterm_unwinds
 from .attention_program import package_programs
+from .tokenizer_checks import check_loss, check_round_trip
 
 PROG = "headscan export"
 # SDPA attention is compared with eager attention on rows of this length and 5 tokens fewer,
@@ -88,7 +103,8 @@ def add_model_options(parser):
                         help="write causal: true instead of measuring it")
     causal.add_argument("--bidirectional", dest="causal", action="store_false",
                         help="write causal: false instead of measuring it")
-    parser.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json to embed instead of MODEL_DIR's")
+    parser.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json to embed instead of MODEL_DIR's (or the "
+                                                             "GGUF file's)")
     parser.add_argument("--model-class", metavar="CLASS",
                         help="transformers class to load (default: config.json's architectures, else "
                              "AutoModelForMaskedLM for encoders and AutoModelForCausalLM for decoders)")
@@ -116,7 +132,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n", 1)[0],
                                      epilog=__doc__.split("\n\n", 2)[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model_dir", metavar="MODEL_DIR", help="a Hugging Face model directory (save_pretrained)")
+    parser.add_argument("model_dir", metavar="MODEL_DIR", help="a Hugging Face model directory (save_pretrained), or "
+                                                             "a GGUF file (llama.cpp's format)")
     parser.add_argument("output", metavar="OUT.pt2", help="the exported program's archive to write")
     add_model_options(parser)
     parser.add_argument("--attention", choices=MODES, default="auto",
@@ -170,22 +187,51 @@ def export(args):
         export_to(args, output)
 
 
-def export_to(args, output):
-    device = parse_device(args.device)
-    config = read_config(args.model_dir, args.trust_remote_code)
+def read_source(args):
+    """(config, tokenizer.json's text, where it comes from) of MODEL_DIR, or of a GGUF file
+    (args.gguf, set here), with --tokenizer's in place of its own."""
+    args.gguf = gguf_file.is_gguf(args.model_dir)
+    if args.gguf:
+        config = gguf_file.read_config(args.model_dir)
+    elif os.path.isfile(args.model_dir):
+        raise ExportInputError(f"{args.model_dir} is a file, and not a GGUF file (expected a Hugging Face model "
+                               "directory or a GGUF file)")
+    else:
+        config = read_config(args.model_dir, args.trust_remote_code)
     refuse_encoder_decoder(config, ExportInputError)
     check_size(config, args.dtype)
-    tokenizer_text, tokenizer_source = load_tokenizer_json(args.model_dir, args.tokenizer, args.trust_remote_code)
+    if args.gguf and not args.tokenizer:
+        return (config, *gguf_file.tokenizer_json(args.model_dir))
+    return (config, *load_tokenizer_json(args.model_dir, args.tokenizer, args.trust_remote_code))
+
+
+def export_to(args, output):
+    device = parse_device(args.device)
+    config, tokenizer_text, tokenizer_source = read_source(args)
     tokenizer = unpadded_tokenizer(tokenizer_text)
-    bos_token, bos_source = choose_bos(args.bos, tokenizer, args.model_dir, config)
-    name, name_source = (args.name, "--name") if args.name else default_name(args.model_dir)
+    # A GGUF file holds no tokenizer_config.json (the folder it is in is not read).
+    settings_dir = os.devnull if args.gguf else args.model_dir
+    remedy = (f"check that {args.tokenizer} is this model's own tokenizer.json" if args.tokenizer else
+              "give the model's own tokenizer.json (from its original repository) with --tokenizer FILE")
+    if args.gguf:
+        check_round_trip(tokenizer, f"the tokenizer {tokenizer_source}", remedy)
+    stored_bos = gguf_file.stored_bos(args.model_dir) if args.gguf and args.bos is None else None
+    bos_token, bos_source = choose_bos(args.bos, tokenizer, settings_dir, config, stored=stored_bos)
+    name, name_source = ((args.name, "--name") if args.name else
+                         (gguf_file.default_name if args.gguf else default_name)(args.model_dir))
 
     model, attention, attention_reason = load_with_attention(args, config, tokenizer, bos_token, device)
+    tokenizer_loss = None
+    if args.gguf:
+        tokenizer_loss = check_loss(model, tokenizer, tokenizer.token_to_id(bos_token) if bos_token else None, device,
+                                    f"the tokenizer {tokenizer_source}", remedy)
     if attention_reason and args.attention == "auto":
         said = (f"eager attention, whose [B, H, T, T] probabilities the model materialises per layer"
                 if attention == "eager" else "SDPA attention, whose mask is [B, 1, T, T] per batch")
         print(f"{PROG}: {type(model).__name__} is exported with {said}: {attention_reason}", file=sys.stderr)
-    max_length, max_length_source = choose_max_length(args, config, args.model_dir, attention)
+    max_length, max_length_source = choose_max_length(args, config, settings_dir, attention)
+    if args.gguf:  # the config transformers built from the file's metadata (llama.context_length, ...)
+        max_length_source = max_length_source.replace("config.json", "the GGUF file's config")
     vocab_size = model.get_input_embeddings().num_embeddings
     if tokenizer.get_vocab_size() > vocab_size:
         print(f"{PROG}: warning: the tokenizer has {tokenizer.get_vocab_size()} tokens, the model's "
@@ -217,6 +263,14 @@ def export_to(args, output):
           f"{'hidden states' if exported.missing else 'logits'}, exported program")
     print(f"  name: {name} ({name_source})")
     print(f"  tokenizer: {tokenizer_source} ({tokenizer.get_vocab_size()} tokens)")
+    if args.gguf:
+        checked = "round trip exact"
+        if tokenizer_loss is not None:
+            loss, bound, vocabulary = tokenizer_loss
+            checked += (f", the model's mean loss on an English paragraph {loss:.2f} nats (below {bound:.2f}, "
+                        f"0.8 x ln {vocabulary})")
+        print(f"  GGUF: dequantized by transformers to {str(exported.dtype).replace('torch.', '')}; tokenizer "
+              f"checked: {checked}")
     print(f"  bos_token: {bos_token or 'none'} ({bos_source})")
     print(f"  attention: {metadata['attention']} ({attention_source(metadata['attention'], attention_reason)})")
     print(f"  max_length: {max_length} ({max_length_source})")

@@ -115,8 +115,9 @@ def token_text(value):
     return value if isinstance(value, str) else None
 
 
-def choose_bos(requested, tokenizer, model_dir, config):
-    """(bos_token or None, where it comes from): see export_hf.py's docstring."""
+def choose_bos(requested, tokenizer, model_dir, config, stored=None):
+    """(bos_token or None, where it comes from): see export_hf.py's docstring. `stored`: (token,
+    where it comes from) in place of MODEL_DIR's tokenizer_config.json bos_token (a GGUF file's)."""
     if requested is not None:
         if requested.lower() == "none":
             return None, "--bos none"
@@ -130,8 +131,8 @@ def choose_bos(requested, tokenizer, model_dir, config):
         pieces = " ".join(tokenizer.id_to_token(i) for i in prefix)
         raise ExportInputError(f"the tokenizer's template puts {len(prefix)} tokens ({pieces}) before the text, but "
                           "headscan prepends one BOS; choose it with --bos TOKEN (or --bos none)")
-    candidates = [(token_text(read_json(os.path.join(model_dir, "tokenizer_config.json")).get("bos_token")),
-                   "tokenizer_config.json bos_token")]
+    candidates = [stored or (token_text(read_json(os.path.join(model_dir, "tokenizer_config.json")).get("bos_token")),
+                             "tokenizer_config.json bos_token")]
     bos_id = getattr(config, "bos_token_id", None)
     if isinstance(bos_id, list):
         bos_id = bos_id[0] if bos_id else None

@@ -191,9 +191,13 @@ def one_line(error):
 
 def load_model(args, config, attention="eager", cls=None):
     """The model in eval mode, its attention `attention` ("eager" or "sdpa"), of class `cls`
-    (default: model_class)."""
+    (default: model_class); of a GGUF file where args.gguf says MODEL_DIR is one (gguf_file.py)."""
     cls = cls or model_class(config, args.model_class, args.trust_remote_code)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}[args.dtype]
+    if getattr(args, "gguf", False):
+        from .gguf_file import load_model as load_gguf_model
+
+        return load_gguf_model(cls, args.model_dir, attention, dtype)
     try:
         model = cls.from_pretrained(args.model_dir, attn_implementation=attention, dtype=dtype,
                                     trust_remote_code=args.trust_remote_code)
