@@ -76,7 +76,7 @@ def check_llama(implementation):
                                {"index": 1, "path": "model.layers.1", "kind": "attention"}]
     assert exported.metadata["causal"] is True and exported.metadata["max_length"] == 320
     assert exported.metadata["attention"] == implementation and "attention_reason" not in exported.metadata
-    program = exported.program.module()
+    program = pt2.Recorder(exported.program, record=False)
     with torch.no_grad():
         for length in (9, 40, 300):
             ids = (torch.arange(length) * 7 % 100).view(1, length)
@@ -89,6 +89,13 @@ def check_llama(implementation):
         mask[1, 30:] = 0
         alone = model(input_ids=ids[1:, :30], attention_mask=mask[1:, :30], use_cache=False).logits
         assert (program(ids, mask)[1, :30] - alone[0]).abs().max().item() < 1e-4
+        # transformers' logits_to_keep: the program computes the logits of the rows it is given only.
+        assert pt2.takes_logits_rows(exported.program)
+        rows = torch.tensor([0, 17, 29, 39])
+        whole = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        at_rows = program(ids, mask, rows)
+        assert at_rows.shape == (2, 4, whole.shape[-1])
+        assert (at_rows - whole[:, rows]).abs().max().item() < 1e-4
 
 
 def test_eager_llama_exports_with_an_observer_per_layer():
@@ -141,7 +148,7 @@ def test_without_an_attention_mask_headscans_attention_takes_no_t_by_t_mask():
     with torch.no_grad():
         model.set_attn_implementation("eager")
         want = model(input_ids=ids, use_cache=False).logits
-    assert (exported.program.module()(ids) - want).abs().max().item() < 1e-4
+    assert (pt2.Recorder(exported.program, record=False)(ids) - want).abs().max().item() < 1e-4
 
 
 def test_a_sliding_window_keeps_the_full_mask_under_headscans_attention():
@@ -152,7 +159,7 @@ def test_a_sliding_window_keeps_the_full_mask_under_headscans_attention():
         arguments = attention_arguments(node)
         assert arguments["attn_mask"][-2:] == arguments["query"][2:3] * 2 and arguments["is_causal"] is False
         assert arguments["key"][1] == 2 and arguments["enable_gqa"] is True
-    program = exported.program.module()
+    program = pt2.Recorder(exported.program, record=False)
     ids = (torch.arange(40) * 7 % 100).view(1, 40)
     mask = torch.ones_like(ids)
     with torch.no_grad():
@@ -201,7 +208,7 @@ def test_the_archive_holds_the_attention_program_on_the_models_weights(tmp_path)
         recorder = pt2.Recorder(exported.program)
         recorder(ids, mask)
         last = recorder.attentions[-1]
-        ends = programs["attention"].module()(ids, mask)
+        ends = pt2.Recorder(programs["attention"], record=False)(ids, mask)
         if implementation == "eager":  # headscan::observe returns the probabilities
             assert (ends.float() - last).abs().max().item() == 0
         else:  # headscan::attention returns its output, [B, H, T, D]
@@ -485,7 +492,7 @@ def test_numbers_and_complex_products_are_written_for_nativert():
             assert not node.args[0].meta["val"].is_complex(), node.format_node()
     ids = torch.arange(30).view(1, 30) % 50
     with torch.no_grad():
-        assert (exported.program.module()(ids) - model(ids)).abs().max().item() < 1e-5
+        assert (pt2.Recorder(exported.program, record=False)(ids) - model(ids)).abs().max().item() < 1e-5
 
 
 def test_a_layer_with_two_softmaxes_is_refused():
