@@ -12,7 +12,8 @@ What it writes
   graph, where headscan captures it; always eager, unlike `headscan export`'s SDPA: TorchScript
   tracing is deprecated, and a trace is silently wrong past its traced length for some models, so
   long contexts are for exported programs) whose forward(input_ids, attention_mask) takes int64 [B,T]
-  (mask 1 = real token) and returns the logits only, with two files inside:
+  (mask 1 = real token) and returns the logits only; a model with transformers' logits_to_keep takes
+  a third input, logits_rows (int64 [K]), and returns the logits of those rows only. Two files inside:
   - tokenizer.json: MODEL_DIR/tokenizer.json, or the slow tokenizer converted by transformers;
   - headscan.json: {"name", "bos_token", "max_length", "causal", "n_kv_heads"}.
   A model without a language-model head (a sentence-transformers BertModel) returns its hidden
@@ -75,7 +76,7 @@ from _export import checks  # noqa: E402
 from _export.command import add_model_options, exit_code  # noqa: E402
 from _export.metadata import (choose_bos, choose_max_length, default_name, load_tokenizer_json,  # noqa: E402
                               unpadded_tokenizer)
-from _export.model import (IdsOnly, LogitsOnly, check_size, example_rows, load_model,  # noqa: E402
+from _export.model import (AllRows, IdsOnly, LogitsOnly, RowsIdsOnly, RowsLogitsOnly, keeps_logit_rows, check_size, example_rows, load_model,  # noqa: E402
                            missing_outputs, padded_batch, read_config, refuse_encoder_decoder)
 
 
@@ -151,11 +152,28 @@ def export(args):
         trace_inputs = padded_batch(trace_rows, pad_id)
         if args.no_attention_mask:
             trace_inputs = trace_inputs[:1]
+        # A model with transformers' logits_to_keep is traced with the rows whose logits headscan
+        # needs as a third input (logits_rows): its needle probes then ask for a few rows, not [T, V].
+        # The checks call it with every row (AllRows).
+        rows = keeps_logit_rows(wrapper, trace_inputs, dtype)
+        traced_wrapper = wrapper
+        if rows:
+            traced_wrapper = RowsIdsOnly(model, takes_mask=False) if args.no_attention_mask else \
+                RowsLogitsOnly(model, takes_mask=True)
+        trace_rows_input = (torch.tensor([0, trace_length // 2, trace_length - 1]),) if rows else ()
         try:
-            traced = torch.jit.trace(wrapper, trace_inputs, check_trace=False, strict=False)
+            saved = torch.jit.trace(traced_wrapper, (*trace_inputs, *trace_rows_input), check_trace=False, strict=False)
         except Exception as e:  # noqa: BLE001
             raise ExportError(f"torch.jit.trace failed on {type(model).__name__}: {type(e).__name__}: {e}") from e
-        checks.check_graph(traced)
+        checks.check_graph(saved)
+        traced = AllRows(saved) if rows else saved
+        if rows:  # the rows asked for, at another length than the trace's
+            ids, mask = padded_batch(check_batches[0], pad_id)
+            inputs = (ids,) if args.no_attention_mask else (ids, mask)
+            some = torch.tensor([0, 3, ids.shape[1] - 1])
+            if not checks.close(saved(*inputs, some), wrapper(*inputs)[:, some], dtype):
+                raise ExportError("the trace's logits at the rows it is given differ from those rows of the eager "
+                                  "model's: the model's logits_to_keep does not select positions")
         checks.check_shapes(traced, wrapper, trace_inputs[0].shape, check_batches, pad_id,
                             not args.no_attention_mask, dtype)
         exact = checks.check_lengths(traced, wrapper, tokenizer, bos_id, vocab_size, pad_id, dtype, blocks=blocks,
@@ -179,7 +197,7 @@ def export(args):
     # then renamed into place, so that an interrupted export leaves no partial OUT.pt.
     with tempfile.TemporaryDirectory(prefix=".export_hf.", dir=out_dir) as temporary_dir:
         temporary = os.path.join(temporary_dir, os.path.basename(args.output))
-        torch.jit.save(traced, temporary, _extra_files={
+        torch.jit.save(saved, temporary, _extra_files={
             "tokenizer.json": tokenizer_text,
             "headscan.json": json.dumps(metadata, ensure_ascii=False, indent=1) + "\n",
         })
@@ -187,7 +205,7 @@ def export(args):
 
     layers = len(attentions) if attentions is not None else "?"
     print(f"{args.output}: {type(model).__name__}, {layers} layers, {dtype}, "
-          f"forward(input_ids{'' if args.no_attention_mask else ', attention_mask'}) -> "
+          f"forward(input_ids{'' if args.no_attention_mask else ', attention_mask'}{', logits_rows' if rows else ''}) -> "
           f"{'hidden states' if missing else 'logits'}")
     print(f"  name: {name} ({name_source})")
     print(f"  tokenizer: {tokenizer_source} ({tokenizer.get_vocab_size()} tokens)")

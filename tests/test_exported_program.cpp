@@ -275,11 +275,14 @@ TEST_CASE("a forward call gives the logits of the rows it asks for", "[exported]
   CHECK(rows_model->forward_schema() ==
         "forward(input_ids: Tensor, attention_mask: Tensor, logits_rows: Tensor) -> Tensor");
   const auto traced = InstrumentedModel::load(fixture("pt2_eager.pt"));
+  CHECK_FALSE(traced->selects_logits_rows());
+  const auto traced_rows = InstrumentedModel::load(fixture("pt2_rows.pt"));
+  CHECK(traced_rows->selects_logits_rows());
   for (const std::vector<std::int64_t>& wanted :
        {std::vector<std::int64_t>{0, 17, 39}, std::vector<std::int64_t>{23}, std::vector<std::int64_t>{5, 6}}) {
     const at::Tensor rows = at::tensor(wanted, at::kLong);
     INFO(rows);
-    for (InstrumentedModel* model : {rows_model.get(), whole_model.get(), traced.get()}) {
+    for (InstrumentedModel* model : {rows_model.get(), whole_model.get(), traced.get(), traced_rows.get()}) {
       INFO(model->path());
       int maps = 0;
       const headscan::ForwardOutput output =
@@ -292,10 +295,12 @@ TEST_CASE("a forward call gives the logits of the rows it asks for", "[exported]
     }
   }
   // Without rows, every row: the probes' repeat loss.
-  at::Tensor all;
-  captured(*rows_model, ids, mask, nullptr, nullptr, &all);
-  REQUIRE(all.sizes() == whole.sizes());
-  CHECK((all - whole).abs().max().item<double>() <= 1e-5);
+  for (InstrumentedModel* model : {rows_model.get(), traced_rows.get()}) {
+    at::Tensor all;
+    captured(*model, ids, mask, nullptr, nullptr, &all);
+    REQUIRE(all.sizes() == whole.sizes());
+    CHECK((all - whole).abs().max().item<double>() <= 1e-5);
+  }
 }
 
 TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads.json", "[exported][e2e]") {
@@ -305,9 +310,11 @@ TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads
   // batches are padded to 40 tokens, which must change nothing.
   // pt2_whole is pt2_eager's program without the attention program: its corpus pass runs whole.
   // pt2_rows is pt2_eager's module with logits_rows: its probes ask for all rows, its needles few.
-  for (const std::string name : {"pt2_eager", "pt2_sdpa", "pt2_min_length", "pt2_whole", "pt2_rows"}) {
+  for (const std::string name : {"pt2_eager", "pt2_sdpa", "pt2_min_length", "pt2_whole", "pt2_rows", "rows"}) {
     INFO(name);
-    const CommandResult exported = analyse(fixture(name + ".pt2"), corpus, dir / (name + "-pt2"));
+    // "rows": pt2_rows.pt, the TorchScript trace with logits_rows, against pt2_eager.pt's.
+    const std::string archive = name == "rows" ? "pt2_rows.pt" : name + ".pt2";
+    const CommandResult exported = analyse(fixture(archive), corpus, dir / (name + "-pt2"));
     REQUIRE(exported.exit_code == 0);
     // -q: nothing on stderr (NativeRT logs every exception that passes through it).
     CHECK(exported.err.empty());
@@ -320,7 +327,7 @@ TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads
       CHECK(a["model"][field] == b["model"][field]);
     }
     CHECK(a["corpus"] == b["corpus"]);
-    CHECK(a["model"]["format"] == "exported program");
+    CHECK(a["model"]["format"] == (name == "rows" ? "torchscript" : "exported program"));
     CHECK(b["model"]["format"] == "torchscript");
     REQUIRE(a["model"]["repeat_loss"].size() == b["model"]["repeat_loss"].size());
     for (std::size_t i = 0; i < a["model"]["repeat_loss"].size(); ++i) {

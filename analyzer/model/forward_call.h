@@ -25,6 +25,11 @@ struct ForwardSetting {
   std::string dtype_remedy; // what to do when a cast model fails on mixed dtypes
 };
 
+// The last input of a forward that computes its logits at the rows it is given only (int64 [K], the
+// positions shared by the batch): headscan export and scripts/export_hf.py give it to models with
+// transformers' logits_to_keep.
+inline constexpr const char* kLogitsRowsInput = "logits_rows";
+
 // --dtype's names ("float32", "bfloat16", "float16"; InputError for others), and back.
 at::ScalarType dtype_of(const std::string& name);
 std::string dtype_name(at::ScalarType type);

@@ -25,9 +25,6 @@ inline constexpr std::uint64_t kMaxProgramBytes = 256ull << 20;
 // The program beside "model" that ends at the model's last attention map (headscan export writes
 // it: analyzer/python/headscan/_export/attention_program.py), which the corpus pass runs.
 inline constexpr const char* kAttentionProgram = "attention";
-// The input of a program that computes its logits at the rows it is given only (int64 [K], the
-// positions shared by the batch): written by headscan export for models with logits_to_keep.
-inline constexpr const char* kLogitsRowsInput = "logits_rows";
 
 // The program headscan runs: the model "model" of the archive.
 struct ExportedProgramInfo {

@@ -51,25 +51,30 @@ struct TorchScriptState {
   std::string tokenizer_json;
   std::string schema;
   bool takes_mask = false;
+  bool takes_rows = false;  // forward's last input is logits_rows (kLogitsRowsInput)
   InstrumentationSummary instrumentation;
   ForwardSetting setting;  // dtype, device, cast
 };
 
-// forward(self, input_ids[, attention_mask]): anything else cannot be driven by token ids.
+// forward(self, input_ids[, attention_mask][, logits_rows]): anything else cannot be driven by
+// token ids.
 void read_forward_schema(TorchScriptState& impl) {
   const c10::FunctionSchema& schema = impl.module.get_method("forward").function().getSchema();
   std::ostringstream text;
   text << schema;
   impl.schema = text.str();
-  const auto& args = schema.arguments();
+  auto accepts_tensor = [](const c10::Argument& arg) {
+    return c10::TensorType::get()->isSubtypeOf(*arg.type()) || arg.type()->kind() == c10::TypeKind::AnyType;
+  };
+  const auto& all = schema.arguments();
+  impl.takes_rows = all.size() >= 3 && all.back().name() == kLogitsRowsInput && accepts_tensor(all.back()) &&
+                    !all.back().default_value();
+  const auto args = c10::ArrayRef<c10::Argument>(all).slice(0, all.size() - (impl.takes_rows ? 1 : 0));
   const size_t inputs = args.empty() ? 0 : args.size() - 1;  // without self
   size_t required = 0;
   for (size_t i = 1; i < args.size(); ++i) {
     if (!args[i].default_value()) ++required;
   }
-  auto accepts_tensor = [](const c10::Argument& arg) {
-    return c10::TensorType::get()->isSubtypeOf(*arg.type()) || arg.type()->kind() == c10::TypeKind::AnyType;
-  };
   const bool ids_ok = inputs >= 1 && accepts_tensor(args[1]);
   const bool mask_ok = inputs < 2 || accepts_tensor(args[2]);
   if (!ids_ok || required > 2 || (required == 2 && !mask_ok)) {
@@ -152,6 +157,7 @@ class TorchScriptModel final : public InstrumentedModel {
   const LayerNumbering& layer_numbering() const override { return state_.layers; }
   const std::string& embedded_tokenizer() const override { return state_.tokenizer_json; }
   bool takes_attention_mask() const override { return state_.takes_mask; }
+  bool selects_logits_rows() const override { return state_.takes_rows; }
   std::string forward_schema() const override { return state_.schema; }
   int softmax_count() const override {
     return state_.instrumentation.softmax_nodes + state_.instrumentation.rewritten_attention;
@@ -172,11 +178,18 @@ class TorchScriptModel final : public InstrumentedModel {
     if (state_.takes_mask) {
       inputs.emplace_back(mask != nullptr ? mask->to(state_.setting.device) : torch::ones_like(device_ids));
     }
+    std::int64_t rows = length;
+    if (state_.takes_rows) {
+      const at::Tensor wanted = logits_rows != nullptr ? logits_rows->to(torch::kLong) : torch::arange(length);
+      rows = wanted.size(0);
+      inputs.emplace_back(wanted.to(state_.setting.device));
+    }
     CaptureScope scope(batch, length, on_attention, scales, edit, attention_block());
     const c10::IValue output =
         run_forward(state_.setting, scope, batch, length, [&] { return state_.module.forward(inputs); });
     note_attention_block_use(scope.block_use());
     if (softmax_count() == 0) offer_returned_attention(output, scope);
+    if (state_.takes_rows) return ForwardOutput{logits_of(output, batch, rows)};
     return ForwardOutput{logits_at(logits_of(output, batch, length), logits_rows)};
   }
 
