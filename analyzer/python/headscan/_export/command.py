@@ -38,7 +38,9 @@ Attention (--attention auto, the default)
 
 What it writes
   OUT.pt2, the model's forward(input_ids, attention_mask) (int64 [B, T], mask 1 = real token, B and
-  T dynamic, T from 2 to max_length) returning the logits, exported by torch.export; headscan's
+  T dynamic, T from 2 to max_length) returning the logits, exported by torch.export (a model with
+  transformers' logits_to_keep takes logits_rows too, int64 [K], and returns those rows' logits
+  only: headscan's needle probes ask for a few rows, not [T, V]); headscan's
   observer (headscan::observe) follows every attention softmax, and every
   scaled_dot_product_attention is headscan::attention (its math form, probabilities observed).
   Inside: tokenizer.json and headscan.json as scripts/export_hf.py writes them ({"name",
@@ -75,6 +77,7 @@ from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, de
                        model_positions, unpadded_tokenizer)
 from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_encoder_decoder
 from .output import Output, Terminated, sigterm_unwinds
+from .pt2 import takes_logits_rows
 from .attention_program import package_programs
 from .tokenizer_checks import check_loss, check_round_trip
 
@@ -259,7 +262,8 @@ def export_to(args, output):
 
     metadata = exported.metadata
     print(f"{args.output}: {type(model).__name__}, {len(exported.numbers)} attention layer{'' if len(exported.numbers) == 1 else 's'}, {exported.dtype}, "
-          f"forward(input_ids{'' if args.no_attention_mask else ', attention_mask'}) -> "
+          f"forward(input_ids{'' if args.no_attention_mask else ', attention_mask'}"
+          f"{', logits_rows' if takes_logits_rows(exported.program) else ''}) -> "
           f"{'hidden states' if exported.missing else 'logits'}, exported program")
     print(f"  name: {name} ({name_source})")
     print(f"  tokenizer: {tokenizer_source} ({tokenizer.get_vocab_size()} tokens)")
