@@ -246,6 +246,75 @@ def test_weight_records_hold_exactly_what_their_tensors_read(tmp_path):
                 assert archive.getinfo(f"views/data/weights/{record}").file_size == size, (program, record)
 
 
+def test_the_archive_holds_the_programs_weights_as_they_are_in_memory(tmp_path):
+    """The weight records are written from the tensors' storages (no bytes copy, no pickled state
+    dict): the archive loads back to the program's weights, byte for byte, and torch's packaging
+    functions are left as they were."""
+    from torch._export.serde import serialize as serde
+    from torch.export.pt2_archive import _package
+
+    before = _package._get_raw_tensor_bytes, serde.serialize_torch_artifact
+    model, exported = exported_llama("headscan")
+    path = tmp_path / "weights.pt2"
+    pt2.package(str(path), exported.program, exporter.extra_files(exported, '{"model": {}}'))
+    assert (_package._get_raw_tensor_bytes, serde.serialize_torch_artifact) == before
+    loaded = _package.load_pt2(str(path)).exported_programs["model"]
+    for name, tensor in exported.program.state_dict.items():
+        assert torch.equal(loaded.state_dict[name], tensor), name
+    outputs = [pt2.Recorder(program, record=False)(torch.tensor([[1, 5, 9, 2]]), torch.ones(1, 4, dtype=torch.long))
+               for program in (exported.program, loaded)]
+    assert torch.equal(outputs[0], outputs[1])
+
+
+def test_the_length_checks_keep_no_attention_probabilities():
+    """At the checks' lengths (record=False) headscan::attention runs as scaled_dot_product_attention,
+    its causal rule and the keys' padding as one mask, and keeps no probabilities: the output is
+    the math form's, with padding and without."""
+    model, exported = exported_llama("headscan")
+    ids = (torch.arange(80) * 7 % 100).view(2, 40)
+    mask = torch.ones_like(ids)
+    mask[1, 25:] = 0
+    for inputs in ((ids, mask), (ids[:1], mask[:1])):
+        lean = pt2.Recorder(exported.program, record=False)
+        output = lean(*inputs)
+        assert lean.attentions == []
+        recorder = pt2.Recorder(exported.program)
+        assert checks.close(output, recorder(*inputs), torch.float32)
+        assert len(recorder.attentions) == 2
+    query, key, value = torch.randn(2, 4, 6, 8), torch.randn(2, 2, 6, 8), torch.randn(2, 2, 6, 8)
+    padding = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]], dtype=torch.bool)[:, None, None, :]
+    additive = torch.zeros(padding.shape).masked_fill(~padding, float("-inf"))
+    for attn_mask in (padding, additive):
+        want = pt2.attention_math(query, key, value, attn_mask, 0.0, True, None, True)[0]
+        got = torch.nn.functional.scaled_dot_product_attention(query, key, value,
+                                                               attn_mask=pt2.causal_mask(attn_mask, 6, 6),
+                                                               enable_gqa=True)
+        assert (got - want).abs().max().item() < 1e-6
+
+
+def test_the_longest_lengths_model_output_is_computed_once():
+    """The two checks of the lengths (before the decomposition and after) share the model's output
+    at the longest length: the model runs there once."""
+    model, exported = exported_llama("headscan")
+    calls = []
+
+    class Counted(exporter.RowsWrapper):
+        def forward(self, input_ids, attention_mask=None, logits_rows=None):
+            calls.append(input_ids.shape[1])
+            return super().forward(input_ids, attention_mask, logits_rows)
+
+    wrapper = Counted(model, True).eval()
+    references = {}
+    for _ in range(2):
+        with torch.no_grad():
+            exact = pt2.check_lengths(pt2.Recorder(exported.program, record=False), wrapper, exporter.NoTokenizer(),
+                                      None, 100, lambda rows: model_module.padded_batch(rows, 0), torch.float32,
+                                      blocks={64: "a chunk"}, lengths=[64, 65, 256], exact={12, 17},
+                                      example_length=10, references=references)
+        assert exact == [12, 17, 64, 65, 256]
+    assert calls == [64, 65, 256, 64, 65] and references == {}
+
+
 def test_logits_are_told_from_the_models_head_not_the_tokenizers_count():
     """A tokenizer with added tokens beyond the embedding (Gemma 3's has one more than its 262,144
     rows) keeps the model's logits: their width is its head's rows; headscan.json says so."""

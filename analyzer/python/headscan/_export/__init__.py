@@ -18,6 +18,8 @@ layers    the model's layers as it numbers them, with their kinds;
 pt2       the checks on the exported program and the .pt2 archive written (to a file or to memory);
 exporter  a live model exported and checked: the program and its headscan.json;
 headscan_json  headscan.json checked as the runner reads it (analyzer/model/model_metadata.cpp);
+memory    what an export no longer needs given back between its phases (garbage, glibc's heap), and
+          garbage collections kept off the objects that outlive them;
 output    OUT.pt2 checked before the export, staged beside it, renamed into place; SIGTERM, a full
           disk, staging folders of killed exports;
 command   `headscan export`'s command line (python -m headscan export, or python -m _export).

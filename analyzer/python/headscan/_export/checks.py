@@ -74,8 +74,13 @@ def tolerance(dtype):
 
 
 def close(a, b, dtype):
+    """max |a - b| <= tolerance * (1 + max |b|), with one temporary of a's size: the difference,
+    made absolute in place (max |b| is max(max b, -min b)); NaN anywhere is not close."""
     a, b = a.float(), b.float()
-    return (a - b).abs().max().item() <= tolerance(dtype) * (1 + b.abs().max().item())
+    difference = torch.sub(a, b)
+    difference.abs_()
+    largest = torch.maximum(b.max(), b.min().neg())
+    return difference.max().item() <= tolerance(dtype) * (1 + largest.item())
 
 
 def difference(traced, wrapper, inputs, dtype):

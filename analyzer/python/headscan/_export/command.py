@@ -68,7 +68,7 @@ import os
 import sys
 import warnings
 
-from . import ExportError, ExportInputError, gguf_file
+from . import ExportError, ExportInputError, gguf_file, memory
 from .attention import MODES, exact_attention, refuse_sdpa, sdpa_unavailable
 from .exporter import Wrapper, export_model, extra_files
 from .headscan_json import MAX_LENGTH
@@ -224,6 +224,7 @@ def export_to(args, output):
                          (gguf_file.default_name if args.gguf else default_name)(args.model_dir))
 
     model, attention, attention_reason = load_with_attention(args, config, tokenizer, bos_token, device)
+    memory.release()  # the attention comparison's outputs (and an eager copy of the model) are gone
     tokenizer_loss = None
     if args.gguf:
         tokenizer_loss = check_loss(model, tokenizer, tokenizer.token_to_id(bos_token) if bos_token else None, device,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import ExportError, ExportInputError, checks, headscan_attention, headscan_json
+from . import ExportError, ExportInputError, checks, headscan_attention, headscan_json, memory
 from .model import example_rows, lm_head_rows, missing_outputs, padded_batch
 from .ops import define
 from .program import exported_program
@@ -188,7 +188,7 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     blocks = checks.block_sizes(config) if config is not None else {checks.DEFAULT_CHUNK: "a chunk of 64 tokens"}
     lengths = checks.lengths_to_check(blocks, max_length, check_length)
 
-    with torch.no_grad(), exportable_experts(model):
+    with torch.no_grad(), exportable_experts(model), memory.frozen():
         example_inputs = batch(example_rows_)
         if not takes_mask:
             example_inputs = example_inputs[:1]
@@ -199,15 +199,22 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
             wrapper = (RowsWrapper if takes_mask else IdsRowsWrapper)(model, takes_mask).eval()
             export_inputs = (*example_inputs, example_logits_rows(example_inputs[0].shape[1], device))
 
+        # The model's output at the longest length, computed for the first check of the lengths
+        # and used by the second (check_lengths).
+        references = {}
+
         def lengths_exact(program):
             return check_lengths(Recorder(program, record=False), wrapper, tokenizer, bos_id, vocab_size, batch, dtype,
                                  blocks=blocks, lengths=lengths,
-                                 exact={len(row) for rows in batches for row in rows}, example_length=example[0])
+                                 exact={len(row) for rows in batches for row in rows}, example_length=example[0],
+                                 references=references)
 
         # The lengths are checked before the program is decomposed too: a model whose computation
         # depends on the length (a loop over chunks) is refused without waiting for that step.
+        memory.release()
         ep, min_length, layers, numbers = exported_program(wrapper, export_inputs, max_length, config,
                                                            precheck=lengths_exact)
+        memory.release()
         recorder = Recorder(ep)
         probe = batch(example_rows_[:1])
         recorder(*(probe if takes_mask else probe[:1]))
@@ -220,6 +227,9 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
             check_padding(recorder, numbers, batches[0], batch, dtype)
         output = wrapper(*example_inputs)
         missing = missing_outputs(model, output, tokenizer.get_vocab_size() or vocab_size, causal)
+        del output, recorder
+        references.clear()
+        memory.release()
 
     fields = dict(metadata or {})
     document = {"name": fields.pop("name")} if "name" in fields else {}

@@ -12,7 +12,7 @@ import tempfile
 
 import torch
 
-from . import ExportError, ExportInputError, checks
+from . import ExportError, ExportInputError, checks, memory
 from .attention_program import package_programs
 from .model import example_rows
 from .ops import attention_math, define
@@ -22,8 +22,8 @@ class Recorder:
     """The program with its observers recording: calling it returns the output, and `attentions`
     then holds the probabilities of each observer, in graph order ([B, H, T, S] each, float).
     With record=False nothing is kept, and headscan::attention runs as scaled_dot_product_attention
-    (the output alone, without the probabilities' [B, H, T, T]): the length checks, up to
-    checks.LONGEST_CHECK tokens."""
+    (the output alone, without the probabilities' [B, H, T, T]; a causal rule with a mask as one
+    [B, 1, T, S] mask): the length checks, up to checks.LONGEST_CHECK tokens."""
 
     def __init__(self, ep, record=True):
         self.record = record
@@ -44,7 +44,9 @@ class Recorder:
         return probs
 
     def _attention(self, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer):
-        if not self.record and dropout_p == 0.0 and not (is_causal and attn_mask is not None):
+        if not self.record and dropout_p == 0.0:
+            if is_causal and attn_mask is not None:  # SDPA takes one or the other: the two as one mask
+                attn_mask, is_causal = causal_mask(attn_mask, query.size(-2), key.size(-2)), False
             return torch.nn.functional.scaled_dot_product_attention(
                 query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
                 enable_gqa=enable_gqa)
@@ -59,6 +61,16 @@ class Recorder:
         if self.takes_rows and inputs[-1].dim() != 1:  # the ids and the mask are [B, T]
             inputs = (*inputs, torch.arange(inputs[0].shape[1], device=inputs[0].device))
         return self.module(*inputs)
+
+
+def causal_mask(attn_mask, queries, keys):
+    """headscan::attention's mask with its causal rule applied (key j hidden from query i when
+    j > i, as attention_math: the rule's [T, S] lower triangle), for scaled_dot_product_attention
+    without is_causal: a boolean mask and-ed with it, an additive one -inf above it."""
+    visible = torch.ones(queries, keys, dtype=torch.bool, device=attn_mask.device).tril()
+    if attn_mask.dtype == torch.bool:
+        return attn_mask & visible
+    return attn_mask.masked_fill(visible.logical_not(), float("-inf"))
 
 
 def takes_logits_rows(ep):
@@ -95,17 +107,35 @@ def check_shapes(program, wrapper, example_shape, batches, batch, takes_mask, dt
 
 
 def check_lengths(program, wrapper, tokenizer, bos_id, vocab_size, batch, dtype, *, blocks, lengths, exact,
-                  example_length):
+                  example_length, references=None):
     """The program gives the model's output at every length of `lengths`; refused (exit 2) at the
-    first where it does not, naming the longest length where it is exact."""
+    first where it does not, naming the longest length where it is exact. `references`, a dict
+    given to two checks of the same lengths (the program before its decomposition, then after),
+    holds the model's output at the longest length between them: the first check keeps it there,
+    the second takes it out and compares with it instead of running the model again (the same
+    inputs give the same output). The longest length's model run costs the most, and its output,
+    kept from the end of the first check, adds nothing to the checks' peak (the longest length's
+    comparison, which holds it anyway). Memory is given back after each length."""
     exact = sorted(exact)
+    longest = max(lengths, default=None)
 
     def differs(length):
         ids, mask = batch(example_rows(tokenizer, bos_id, [length], vocab_size))
         inputs = (ids, mask) if wrapper.takes_mask else (ids,)
         if getattr(wrapper, "takes_logits_rows", False):
             inputs = (*inputs, checked_rows(length, ids.device))
-        return checks.difference(program, wrapper, inputs, dtype)
+
+        def model(*each):
+            if references is not None and length in references:
+                return references.pop(length)
+            output = wrapper(*each)
+            if references is not None and length == longest:
+                references[length] = output
+            return output
+
+        found = checks.difference(program, model, inputs, dtype)
+        memory.trim()
+        return found
 
     for length in lengths:
         found = differs(length)
