@@ -327,3 +327,22 @@ def test_a_gguf_name_on_another_file_is_refused(tmp_path):
     other.write_text("{}")
     code, stderr = export_in_process(other, tmp_path / "out.pt2")
     assert code == 2 and "is a file, and not a GGUF file" in error_line(stderr)
+
+
+def test_headscan_export_in_python_takes_a_gguf_file(tiny, tmp_path):
+    """headscan.export(PATH, out): the command line's export of a model directory or GGUF file."""
+    if headscan is None:
+        pytest.skip("needs the headscan package")
+    path, _, wrong = tiny
+    out = tmp_path / "tiny.pt2"
+    assert headscan.export(path, out, max_length=64, metadata={"name": "tiny"}) == out
+    with zipfile.ZipFile(out) as archive:
+        metadata = json.loads(archive.read("tiny/extra/headscan.json"))
+    assert metadata["name"] == "tiny" and metadata["max_length"] == 64
+    with pytest.raises(headscan.InputError, match="the tokenizer check 'round trip' failed"):
+        headscan.export(wrong, tmp_path / "wrong.pt2")
+    with pytest.raises(headscan.InputError, match="give out="):
+        headscan.export(path)
+    with pytest.raises(headscan.InputError, match="takes name and bos_token only, not causal"):
+        headscan.export(path, tmp_path / "other.pt2", metadata={"causal": True})
+    assert not (tmp_path / "wrong.pt2").exists() and not (tmp_path / "other.pt2").exists()

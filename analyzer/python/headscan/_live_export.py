@@ -170,12 +170,49 @@ def _export(module: Any, tokenizer: Any, metadata: Optional[Mapping[str, Any]], 
     return exported, text
 
 
+def _export_path(source, out, tokenizer, metadata, max_length):
+    """``headscan export SOURCE OUT`` (a model directory or a GGUF file) with export()'s arguments as
+    its options; InputError and RunError as export() raises them."""
+    from ._export import command
+
+    if out is None:
+        raise InputError(f"{source}: a model directory or GGUF file is exported to a file: give out= (a .pt2)")
+    argv = [source, os.fspath(out), "--force"]  # --force: an earlier archive of an export only
+    if tokenizer is not None:
+        if not isinstance(tokenizer, (str, os.PathLike)):
+            raise InputError(f"{source}: with a model directory or GGUF file, tokenizer= is the path of a "
+                             "tokenizer.json")
+        argv += ["--tokenizer", os.fspath(tokenizer)]
+    if max_length is not None:
+        argv += ["--max-length", str(max_length)]
+    fields = dict(metadata or {})
+    for key, option in (("name", "--name"), ("bos_token", "--bos")):
+        if key in fields:
+            argv += [option, str(fields.pop(key))]
+    if fields:
+        raise InputError(f"{source}: with a model directory or GGUF file, metadata= takes name and bos_token "
+                         f"only, not {', '.join(sorted(map(str, fields)))}")
+    try:
+        args = command.parse_args(argv)
+    except SystemExit:  # argparse said why on stderr
+        raise InputError(f"{source}: headscan export refused these options: {' '.join(argv[2:])}") from None
+    try:
+        command.export(args)
+    except ExportInputError as error:
+        raise InputError(f"{getattr(error, 'path', None) or source}: {error}") from None
+    except ExportError as error:
+        raise RunError(f"{getattr(error, 'path', None) or source}: {error}") from None
+    return Path(out)
+
+
 def export(module: Any, out: Union[str, os.PathLike, None] = None, *, tokenizer: Any = None,
            metadata: Optional[Mapping[str, Any]] = None,
            max_length: Optional[int] = None) -> Union[Path, ExportedArchive]:
     """Exports ``module`` (a torch.nn.Module: a transformers model as loaded, eager or SDPA
     attention) with torch.export to the .pt2 archive headscan analyses, as ``headscan export`` does
-    from a model directory: forward(input_ids, attention_mask) -> logits, batch and length dynamic
+    from a model directory (``module`` may be one too, or a GGUF file: a path, exported by
+    ``headscan export`` itself, with ``tokenizer`` a tokenizer.json's path, ``metadata`` its name
+    and bos_token, and ``out`` required): forward(input_ids, attention_mask) -> logits, batch and length dynamic
     up to ``max_length`` (default: the model's positions; at most 1024 for a module with eager
     attention, which materialises its T x T probabilities), headscan's observer on every attention,
     checked against the module at lengths across its blocks before it is written.
@@ -190,6 +227,8 @@ def export(module: Any, out: Union[str, os.PathLike, None] = None, *, tokenizer:
     Raises InputError for a module that cannot be exported (with the reason) and RunError where a
     check fails.
     """
+    if isinstance(module, (str, os.PathLike)):
+        return _export_path(os.fspath(module), out, tokenizer, metadata, max_length)
     if out is None:
         exported, text = _export(module, tokenizer, metadata, max_length)
         descriptor, path = package_to_memory(exported.program, extra_files(exported, text))
