@@ -59,6 +59,7 @@ Checks before saving (exit 1 with the reason when one fails)
 """
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -76,7 +77,7 @@ from _export import checks  # noqa: E402
 from _export.command import add_model_options, exit_code  # noqa: E402
 from _export.metadata import (choose_bos, choose_max_length, default_name, load_tokenizer_json,  # noqa: E402
                               unpadded_tokenizer)
-from _export.model import (AllRows, IdsOnly, LogitsOnly, RowsIdsOnly, RowsLogitsOnly, keeps_logit_rows, check_size, example_rows, load_model,  # noqa: E402
+from _export.model import (AllRows, IdsOnly, LogitsOnly, RowsIdsOnly, RowsLogitsOnly, check_size, example_rows, load_model,  # noqa: E402
                            missing_outputs, padded_batch, read_config, refuse_encoder_decoder)
 
 
@@ -95,6 +96,17 @@ def parse_args(argv):
     if args.max_length_cap is not None and args.max_length_cap < 2:
         parser.error("--max-length-cap must be at least 2")
     return args
+
+
+def keeps_logit_rows(wrapper, inputs, dtype):
+    """Whether the model computes its logits at given rows, checked on the model
+    (checks.selects_logit_rows)."""
+    if "logits_to_keep" not in inspect.signature(wrapper.model.forward).parameters:
+        return False
+    mask = inputs[1] if wrapper.takes_mask else None
+    return checks.selects_logit_rows(lambda: wrapper(*inputs),
+                                     lambda rows: wrapper.run(inputs[0], mask, logits_to_keep=rows)[0],
+                                     inputs[0].shape[1], inputs[0].device, dtype)
 
 
 def export(args):
@@ -160,7 +172,7 @@ def export(args):
         if rows:
             traced_wrapper = RowsIdsOnly(model, takes_mask=False) if args.no_attention_mask else \
                 RowsLogitsOnly(model, takes_mask=True)
-        trace_rows_input = (torch.tensor([0, trace_length // 2, trace_length - 1]),) if rows else ()
+        trace_rows_input = (checks.example_logits_rows(trace_length, trace_inputs[0].device),) if rows else ()
         try:
             saved = torch.jit.trace(traced_wrapper, (*trace_inputs, *trace_rows_input), check_trace=False, strict=False)
         except Exception as e:  # noqa: BLE001

@@ -160,6 +160,12 @@ std::int64_t RunState::min_columns() const {
   return *shortest;
 }
 
+std::int64_t RunState::columns(const std::vector<Sequence>& batch) const {
+  std::int64_t columns = min_columns();
+  for (const Sequence& sequence : batch) columns = std::max(columns, static_cast<std::int64_t>(sequence.ids.size()));
+  return columns;
+}
+
 ForwardOutput RunState::forward(const std::vector<Sequence>& batch, std::optional<BatchSource> feeds,
                                 std::int64_t batch_index, std::vector<ExampleSequence>* examples,
                                 ClassifierSet* target, const HeadScales* scales, const AttentionEdit* edit,

@@ -107,6 +107,8 @@ struct RunState {
   // The fewest columns a batch may have: the model's min_length (0 when it has none). Throws
   // InputError when it has one and padding would be visible to real tokens (pads() is false).
   std::int64_t min_columns() const;
+  // The columns of `batch`'s tensors: its longest sequence, at least min_columns().
+  std::int64_t columns(const std::vector<Sequence>& batch) const;
 
   // The probe sequences in the batches every pass runs them in.
   std::vector<std::vector<Sequence>> probe_batches() const;

@@ -65,8 +65,7 @@ void check_needle_batch(RunState& state, const std::vector<Sequence>& batch, con
   // The logits of the final needles' queries only, [B, R, V].
   const std::vector<std::int64_t> logits_rows = needle_query_rows(probes);
   const at::Tensor row_tensor = torch::tensor(logits_rows, torch::kInt64);
-  std::int64_t columns = state.min_columns();
-  for (const Sequence& sequence : batch) columns = std::max(columns, static_cast<std::int64_t>(sequence.ids.size()));
+  const std::int64_t columns = state.columns(batch);
   {
     const ForwardOutput full = state.forward(batch, std::nullopt, 0, nullptr, nullptr, nullptr, nullptr, &row_tensor);
     if (!full.logits) throw InputError("the model returned no logits for the needle probes");

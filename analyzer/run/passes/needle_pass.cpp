@@ -311,8 +311,7 @@ class NeedlePass : public Pass {
     const AttentionCallback keep = [&kept](int layer, const at::Tensor& attention, std::int64_t first_row) {
       kept.add(layer, attention, first_row);
     };
-    std::int64_t columns = state.min_columns();
-    for (const Sequence& sequence : batch) columns = std::max(columns, static_cast<std::int64_t>(sequence.ids.size()));
+    const std::int64_t columns = state.columns(batch);
     std::vector<std::int64_t> events;
     at::Tensor targets;
     {
@@ -332,7 +331,7 @@ class NeedlePass : public Pass {
       // Without a copy event the probe adds nothing to any head's hits or events.
       if (events[b] == 0) continue;
       const auto probe = static_cast<std::int64_t>(b);
-      const std::int64_t width = std::max(state.min_columns(), static_cast<std::int64_t>(batch[b].ids.size()));
+      const std::int64_t width = state.columns({batch[b]});
       state.needle_targets = targets.narrow(/*dim=*/0, probe, 1).narrow(/*dim=*/1, 0, width);
       state.replay({batch[b]}, *feeds(), batch_index_++, *cells[depth],
                    [&](const AttentionCallback& feed) { kept.replay(probe, width, feed); });

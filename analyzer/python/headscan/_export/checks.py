@@ -83,6 +83,27 @@ def close(a, b, dtype):
     return difference.max().item() <= tolerance(dtype) * (1 + largest.item())
 
 
+def example_logits_rows(length, device):
+    """Three rows of a sequence of `length` tokens (first, middle, last): the rows of the exports'
+    example and of their check that a model selects its logits' rows, a count that is neither the
+    example's batch (2) nor its lengths, so that an export gives the rows a size of their own."""
+    return torch.tensor([0, length // 2, length - 1], dtype=torch.int64, device=device)
+
+
+def selects_logit_rows(whole, at_rows, length, device, dtype, width=None):
+    """Whether a model computes its logits at given rows (transformers' logits_to_keep as a tensor
+    of positions) exactly as those rows of its whole output: `whole()` gives [B, T, V] (V `width`
+    when given), `at_rows(rows)` the rows asked for. A model whose logits_to_keep takes a count only
+    fails or differs, and is exported without the rows' input."""
+    rows = example_logits_rows(length, device)
+    try:
+        every, some = whole(), at_rows(rows)
+    except Exception:  # noqa: BLE001 - a model whose logits_to_keep takes a count only
+        return False
+    return (every.dim() == 3 and (width is None or every.shape[-1] == width)
+            and some.shape == (every.shape[0], rows.numel(), every.shape[2]) and close(some, every[:, rows], dtype))
+
+
 def difference(traced, wrapper, inputs, dtype):
     """None when the archive's output on `inputs` is the eager model's, else how it differs."""
     want = wrapper(*inputs)

@@ -72,27 +72,13 @@ class IdsRowsWrapper(RowsWrapper):
 
 
 def selects_rows(wrapper, inputs, lm_head, dtype):
-    """Whether the model's forward computes its logits at given rows only (transformers'
-    logits_to_keep as a tensor of positions) exactly as those rows of the whole output: checked on
-    the model itself before the export, so that a model whose logits_to_keep takes a count only is
-    exported without the input."""
+    """Whether the model's forward computes its logits at given rows only, checked on the model
+    itself before the export (checks.selects_logit_rows)."""
     if not wrapper.keeps_logits or lm_head is None:
         return False
-    length = inputs[0].shape[1]
-    rows = torch.tensor([0, length // 2, length - 1], dtype=torch.int64, device=inputs[0].device)
-    try:
-        whole = wrapper.run(*inputs)
-        some = wrapper.run(*inputs, logits_rows=rows) if wrapper.takes_mask else wrapper.run(inputs[0], None, rows)
-    except Exception:  # noqa: BLE001 - a model whose logits_to_keep takes a count only
-        return False
-    return (whole.dim() == 3 and whole.shape[-1] == lm_head and some.shape == (whole.shape[0], 3, whole.shape[2])
-            and checks.close(some, whole[:, rows], dtype))
-
-
-def example_logits_rows(length, device):
-    """The rows of the export's example: three, a count that is neither its batch (2) nor its
-    lengths, so that torch.export gives the rows a size of their own."""
-    return torch.tensor([0, length // 2, length - 1], dtype=torch.int64, device=device)
+    mask = inputs[1] if wrapper.takes_mask else None
+    return checks.selects_logit_rows(lambda: wrapper.run(*inputs), lambda rows: wrapper.run(inputs[0], mask, rows),
+                                     inputs[0].shape[1], inputs[0].device, dtype, width=lm_head)
 
 
 class NoTokenizer:
@@ -197,7 +183,7 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
         export_inputs = example_inputs
         if selects_rows(wrapper, example_inputs, lm_head_rows(model), dtype):
             wrapper = (RowsWrapper if takes_mask else IdsRowsWrapper)(model, takes_mask).eval()
-            export_inputs = (*example_inputs, example_logits_rows(example_inputs[0].shape[1], device))
+            export_inputs = (*example_inputs, checks.example_logits_rows(example_inputs[0].shape[1], device))
 
         # The model's output at the longest length, computed for the first check of the lengths
         # and used by the second (check_lengths).

@@ -262,24 +262,6 @@ class AllRows:
         return self.traced(*inputs, torch.arange(inputs[0].shape[1], device=inputs[0].device))
 
 
-def keeps_logit_rows(wrapper, inputs, dtype):
-    """Whether the model computes its logits at given rows (transformers' logits_to_keep as a
-    tensor of positions) exactly as those rows of its whole output, checked on the model."""
-    if "logits_to_keep" not in inspect.signature(wrapper.model.forward).parameters:
-        return False
-    length = inputs[0].shape[1]
-    rows = torch.tensor([0, length // 2, length - 1], device=inputs[0].device)
-    try:
-        whole = wrapper(*inputs)
-        some = wrapper.run(*inputs, logits_to_keep=rows)[0] if wrapper.takes_mask else \
-            wrapper.run(inputs[0], logits_to_keep=rows)[0]
-    except Exception:  # noqa: BLE001 - a model whose logits_to_keep takes a count only
-        return False
-    tolerance = 1e-4 if dtype == torch.float32 else 3e-2
-    return whole.dim() == 3 and some.shape == (whole.shape[0], 3, whole.shape[2]) and \
-        (some.float() - whole[:, rows].float()).abs().max().item() <= tolerance * (1 + whole.abs().max().item())
-
-
 SAMPLE_TEXT = ("The quick brown fox jumps over the lazy dog. A second sentence follows the first one, "
                "and then the story goes on with many more words than the model needs. ")
 
