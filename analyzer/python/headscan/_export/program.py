@@ -24,6 +24,7 @@ from torch.export import Dim
 
 from . import ExportError, ExportInputError
 from .layers import layer_stack, model_layers
+from .mixer_ops import length_dynamic_mixers
 from .ops import define
 from .nativert_rewrites import explicit_scalars, real_complex_products
 
@@ -56,7 +57,8 @@ def export_wrapper(wrapper, example_inputs, max_length):
         logger.setLevel(logging.CRITICAL)
     printed = io.StringIO()  # torch.export prints the partial graph of a failure
     try:
-        with contextlib.redirect_stderr(printed):
+        # A hybrid's linear-attention and state-space layers call headscan's operators meanwhile.
+        with contextlib.redirect_stderr(printed), length_dynamic_mixers(getattr(wrapper, "model", wrapper)):
             ep = torch.export.export(wrapper, tuple(example_inputs), dynamic_shapes=shapes)
     except Exception as e:  # noqa: BLE001 - torch.export's many failures, said in the user's terms
         raise ExportInputError(export_failure(e)) from e

@@ -1,0 +1,230 @@
+"""The sequence mixers of hybrid models that are not attention, as operators of headscan's own, so
+that their exported programs take any length (transformers' torch fallbacks loop over chunks or
+tokens in Python, which torch.export fixes at the example's length):
+
+    headscan::gated_delta_rule(Tensor query, Tensor key, Tensor value, Tensor g, Tensor beta,
+                               int chunk_size, bool use_qk_l2norm) -> Tensor
+        transformers' torch_chunk_gated_delta_rule (Qwen3-Next, Qwen3.5, Qwen3.5-MoE, OLMo hybrid)
+        without a recurrent state in or out: query and key [B, T, H, Dk], value [B, T, H, Dv],
+        g and beta [B, T, H]; the output [B, T, H, Dv] in the query's dtype;
+    headscan::ssd_scan(Tensor hidden_states, Tensor dt, Tensor A, Tensor B, Tensor C, int chunk_size,
+                       Tensor? D, Tensor? dt_bias, bool dt_softplus, float dt_min, float dt_max) -> Tensor
+        Mamba-2's SSD scan, transformers' mamba2_chunk_scan (Mamba-2, Granite 4 hybrid, Nemotron-H,
+        Falcon-H1) without states in or out: hidden_states [B, T, H, P], dt [B, T, H], A [H],
+        B and C [B, T, G, N]; the output [B, T, H, P] in float32 (promoted with D's dtype);
+    headscan::selective_scan(Tensor hidden_states, Tensor dt, Tensor A, Tensor B, Tensor C, Tensor? D,
+                             Tensor? z, Tensor? delta_bias, bool delta_softplus) -> Tensor
+        Mamba's selective scan, transformers' mamba_selective_scan in its recurrent form (Mamba,
+        Jamba): hidden_states, dt and z [B, D, T], A [D, N], B and C [B, N, T]; the output [B, D, T].
+
+The short causal convolutions these layers carry (causal_conv1d_fn: a depthwise conv1d padded by
+kernel - 1 and cut to the length) are length-dynamic ATen already and stay as they are.
+
+headscan's C++ core (analyzer/model/sequence_mixers.cpp) defines the operators with kernels of ATen
+for NativeRT; where it is not loaded they are defined here with kernels that call transformers'
+reference functions. Their fake implementations (shapes only, the length symbolic) are registered
+here in either case, by define(). length_dynamic_mixers() puts the operators in place of the
+reference functions while torch.export traces a model.
+"""
+
+import contextlib
+import functools
+import importlib
+import inspect
+import sys
+
+import torch
+
+from .ops import _defined, _has_fake
+
+SCHEMAS = {
+    "gated_delta_rule": "gated_delta_rule(Tensor query, Tensor key, Tensor value, Tensor g, Tensor beta, "
+                        "int chunk_size, bool use_qk_l2norm) -> Tensor",
+    "ssd_scan": "ssd_scan(Tensor hidden_states, Tensor dt, Tensor A, Tensor B, Tensor C, int chunk_size, Tensor? D, "
+                "Tensor? dt_bias, bool dt_softplus, float dt_min, float dt_max) -> Tensor",
+    "selective_scan": "selective_scan(Tensor hidden_states, Tensor dt, Tensor A, Tensor B, Tensor C, Tensor? D, "
+                      "Tensor? z, Tensor? delta_bias, bool delta_softplus) -> Tensor",
+}
+# Each operator's reference: (transformers' module, the function's name). The other families hold
+# copies of it (modeling files are generated from one another); a copy whose source differs is not
+# replaced (reference_copies()).
+REFERENCES = {
+    "gated_delta_rule": ("transformers.models.qwen3_next.modeling_qwen3_next", "torch_chunk_gated_delta_rule"),
+    "ssd_scan": ("transformers.models.mamba2.modeling_mamba2", "mamba2_chunk_scan"),
+    "selective_scan": ("transformers.models.mamba.modeling_mamba", "mamba_selective_scan"),
+}
+_LIBRARIES = []  # kept alive: torch drops a registration when its Library object is collected
+
+
+@functools.lru_cache(maxsize=None)
+def reference(name):
+    """transformers' torch function for operator `name`, without the decorator that would call a
+    hub kernel or a CUDA package (mamba_ssm, fla) in its place."""
+    module, function = REFERENCES[name]
+    return inspect.unwrap(getattr(importlib.import_module(module), function))
+
+
+@functools.lru_cache(maxsize=None)
+def _source(function):
+    try:
+        return inspect.getsource(inspect.unwrap(function)).split("\n", 1)[1]  # the body, not the name
+    except (OSError, TypeError):
+        return None
+
+
+def _gated_delta_rule_kernel(query, key, value, g, beta, chunk_size, use_qk_l2norm):
+    output, _ = reference("gated_delta_rule")(query, key, value, g=g, beta=beta, chunk_size=chunk_size,
+                                              initial_state=None, output_final_state=False,
+                                              use_qk_l2norm_in_kernel=use_qk_l2norm)
+    return output.contiguous()
+
+
+def _ssd_scan_kernel(hidden_states, dt, A, B, C, chunk_size, D, dt_bias, dt_softplus, dt_min, dt_max):
+    output = reference("ssd_scan")(hidden_states, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias,
+                                   initial_states=None, dt_softplus=dt_softplus, dt_limit=(dt_min, dt_max),
+                                   return_final_states=False)
+    return output.contiguous()
+
+
+def _selective_scan_kernel(hidden_states, dt, A, B, C, D, z, delta_bias, delta_softplus):
+    output = reference("selective_scan")(hidden_states, dt, A, B, C, D=D, z=z, delta_bias=delta_bias,
+                                         delta_softplus=delta_softplus, return_last_state=False,
+                                         use_mambapy=False, use_associative_scan=False)
+    return output.contiguous()
+
+
+def _gated_delta_rule_fake(query, key, value, g, beta, chunk_size, use_qk_l2norm):
+    return value.new_empty(value.shape, dtype=query.dtype)
+
+
+def _ssd_scan_fake(hidden_states, dt, A, B, C, chunk_size, D, dt_bias, dt_softplus, dt_min, dt_max):
+    dtype = torch.promote_types(torch.float32, D.dtype) if D is not None else torch.float32
+    return hidden_states.new_empty(hidden_states.shape, dtype=dtype)
+
+
+def selective_scan_dtype(hidden_states, C, D, z):
+    """The dtype of mamba_selective_scan's output: the state read by C in the input's dtype, plus
+    the input times D, times silu(z)."""
+    dtype = torch.promote_types(hidden_states.dtype, C.dtype)
+    if D is not None:
+        dtype = torch.promote_types(dtype, torch.promote_types(hidden_states.dtype, D.dtype))
+    if z is not None:
+        dtype = torch.promote_types(dtype, z.dtype)
+    return dtype
+
+
+def _selective_scan_fake(hidden_states, dt, A, B, C, D, z, delta_bias, delta_softplus):
+    return hidden_states.new_empty(hidden_states.shape, dtype=selective_scan_dtype(hidden_states, C, D, z))
+
+
+KERNELS = {"gated_delta_rule": _gated_delta_rule_kernel, "ssd_scan": _ssd_scan_kernel,
+           "selective_scan": _selective_scan_kernel}
+FAKES = {"gated_delta_rule": _gated_delta_rule_fake, "ssd_scan": _ssd_scan_fake,
+         "selective_scan": _selective_scan_fake}
+
+
+def define():
+    """Defines what is missing of the three operators (C++ may have defined them) and their fake
+    implementations; returns {name: OpOverload}."""
+    for name, schema in SCHEMAS.items():
+        if not _defined(name):
+            library = torch.library.Library("headscan", "FRAGMENT")
+            library.define(schema)
+            library.impl(name, KERNELS[name], "CompositeExplicitAutograd")
+            _LIBRARIES.append(library)
+        if not _has_fake(f"headscan::{name}"):
+            library = torch.library.Library("headscan", "FRAGMENT")
+            torch.library.register_fake(f"headscan::{name}", FAKES[name], lib=library)
+            _LIBRARIES.append(library)
+    return {name: getattr(torch.ops.headscan, name).default for name in SCHEMAS}
+
+
+# The replacements: transformers' signatures, the operator where the call has no state in or out
+# (a forward without a cache, as headscan exports), else the function itself.
+
+def _gated_delta_rule_call(original, op):
+    def gated_delta_rule(query, key, value, g, beta, chunk_size=64, initial_state=None, output_final_state=False,
+                         use_qk_l2norm_in_kernel=False, **kwargs):
+        if initial_state is not None or output_final_state:
+            return original(query, key, value, g, beta, chunk_size=chunk_size, initial_state=initial_state,
+                            output_final_state=output_final_state, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                            **kwargs)
+        return op(query, key, value, g, beta, chunk_size, use_qk_l2norm_in_kernel), None
+    return gated_delta_rule
+
+
+def _ssd_scan_call(original, op):
+    def ssd_scan(hidden_states, dt, A, B, C, chunk_size, D=None, dt_bias=None, initial_states=None,
+                 dt_softplus=False, dt_limit=(0.0, float("inf")), return_final_states=False, **kwargs):
+        if initial_states is not None or return_final_states:
+            return original(hidden_states, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias,
+                            initial_states=initial_states, dt_softplus=dt_softplus, dt_limit=dt_limit,
+                            return_final_states=return_final_states, **kwargs)
+        return op(hidden_states, dt, A, B, C, chunk_size, D, dt_bias, dt_softplus, float(dt_limit[0]),
+                  float(dt_limit[1]))
+    return ssd_scan
+
+
+def _mambapy():
+    try:
+        from transformers.utils.import_utils import is_mambapy_available
+    except ImportError:
+        return False
+    return is_mambapy_available()
+
+
+def _selective_scan_call(original, op):
+    def selective_scan(hidden_states, dt, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+                       return_last_state=False, use_mambapy=False, use_associative_scan=False, **kwargs):
+        # With mambapy installed and asked for, the eager model scans in parallel (other rounding).
+        if return_last_state or (use_mambapy and _mambapy()):
+            return original(hidden_states, dt, A, B, C, D=D, z=z, delta_bias=delta_bias,
+                            delta_softplus=delta_softplus, return_last_state=return_last_state,
+                            use_mambapy=use_mambapy, use_associative_scan=use_associative_scan, **kwargs)
+        return op(hidden_states, dt, A, B, C, D, z, delta_bias, delta_softplus)
+    return selective_scan
+
+
+CALLS = {"gated_delta_rule": _gated_delta_rule_call, "ssd_scan": _ssd_scan_call,
+         "selective_scan": _selective_scan_call}
+
+
+def reference_copies(model):
+    """[(module, attribute, operator's name)] of the reference functions the model's modules call:
+    the functions of REFERENCES' names in the modeling files of the model's classes whose source is
+    the reference's."""
+    modules = {sys.modules.get(type(each).__module__) for each in model.modules()} - {None}
+    found = []
+    for module in sorted(modules, key=lambda m: m.__name__):
+        for name, (_, function) in REFERENCES.items():
+            copy = getattr(module, function, None)
+            if copy is None or not callable(copy):
+                continue
+            try:
+                same = _source(copy) is not None and _source(copy) == _source(reference(name))
+            except ImportError:  # a transformers without the reference's family
+                same = False
+            if same:
+                found.append((module, function, name))
+    return found
+
+
+@contextlib.contextmanager
+def length_dynamic_mixers(model):
+    """While torch.export traces `model`: the reference functions of its modeling files call
+    headscan's operators (where the call has no recurrent state), so the program takes any length."""
+    copies = reference_copies(model)
+    if not copies:
+        yield []
+        return
+    ops = define()
+    saved = []
+    try:
+        for module, function, name in copies:
+            original = getattr(module, function)
+            saved.append((module, function, original))
+            setattr(module, function, CALLS[name](original, ops[name]))
+        yield [f"{module.__name__}.{function}" for module, function, _ in copies]
+    finally:
+        for module, function, original in reversed(saved):
+            setattr(module, function, original)
