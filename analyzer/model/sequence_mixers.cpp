@@ -143,8 +143,12 @@ at::Tensor gated_delta_rule(const at::Tensor& query_in, const at::Tensor& key_in
   }
 
   core_attn_out = core_attn_out.reshape({batch, heads, -1, v_head_dim}).slice(/*dim=*/2, 0, length);
-  return core_attn_out.transpose(1, 2).to(initial_dtype, /*non_blocking=*/false, /*copy=*/false,
-                                          at::MemoryFormat::Contiguous);
+  // The reference's .to(initial_dtype, memory_format=torch.contiguous_format) keeps a float32
+  // view strided by heads (suggest_memory_format() is already Contiguous); the operator's result
+  // is contiguous, as its fake kernel says.
+  return core_attn_out.transpose(1, 2)
+      .to(initial_dtype, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous)
+      .contiguous();
 }
 
 at::Tensor ssd_scan(const at::Tensor& hidden_states_in, const at::Tensor& dt_in, const at::Tensor& A_in,

@@ -284,8 +284,6 @@ def text_config(config_name, **fields):
     return lambda: (config_name, dict(SMALL, max_position_embeddings=PT2_POSITIONS, **fields))
 
 
-LINEAR_CHUNK = 64  # transformers' chunked linear attention (Qwen3.5, Qwen3-Next): in no config
-
 
 def qwen3_5_config():
     return "Qwen3_5TextConfig", dict(LINEAR_ATTENTION, **HYBRID_LAYERS, layer_types=HYBRID_PATTERN)
@@ -309,6 +307,22 @@ def granite_hybrid_config():
 
 
 falcon_h1_config = text_config("FalconH1Config", num_key_value_heads=2, mamba_d_ssm=64, **MAMBA2)  # Mamba beside attention
+
+
+def olmo_hybrid_config():
+    linear = {key: value for key, value in LINEAR_ATTENTION.items() if key.startswith("linear_")}
+    return "OlmoHybridConfig", dict(HYBRID_LAYERS, num_key_value_heads=2, layer_types=HYBRID_PATTERN, pad_token_id=None,
+                                    **linear)
+
+
+def nemotron_h_config():
+    # Mamba-2 with 2 groups of B and C, Nemotron-H's own field names; layers_block_type replaces
+    # num_hidden_layers.
+    fields = {key: value for key, value in HYBRID_LAYERS.items() if key != "num_hidden_layers"}
+    return "NemotronHConfig", dict(fields, num_key_value_heads=2, head_dim=16, layers_block_type=HYBRID_PATTERN,
+                                   mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=16, n_groups=2,
+                                   chunk_size=SSM_CHUNK, use_mamba_kernels=False, n_routed_experts=4,
+                                   moe_intermediate_size=32, moe_shared_expert_intermediate_size=32)
 
 
 PT2_ARCHITECTURES = [
@@ -360,21 +374,19 @@ PT2_ARCHITECTURES = [
     pt2_architecture("diffllama", "DiffLlamaForCausalLM", "llama",
                      text_config("DiffLlamaConfig", num_key_value_heads=2, head_dim=16), bos="<s>",
                      eager=DIFFERENTIAL),
-    # Hybrids: a linear-attention or state-space layer before an attention layer.
-    # Refused: each computes by chunks (linear attention's 64 tokens, Mamba-2's mamba_chunk_size) or
-    # token by token (Jamba's Mamba scan) in Python loops that torch.export fixes at the example's
-    # length. The same models within one chunk are exported (--max-length) and analysed.
-    pt2_architecture("qwen3_5", "Qwen3_5ForCausalLM", "gpt2", qwen3_5_config, bos="<|endoftext|>", kinds=LINEAR_KINDS,
-                     refusal=DATA_DEPENDENT),
+    # Hybrids: a linear-attention or state-space layer before an attention layer. Their layers compute
+    # by chunks (linear attention's 64 tokens, Mamba-2's mamba_chunk_size) or token by token (Jamba's
+    # Mamba scan) in transformers' Python loops, which headscan export replaces by its operators
+    # (headscan::gated_delta_rule, ssd_scan, selective_scan): exported at the default length.
+    pt2_architecture("qwen3_5", "Qwen3_5ForCausalLM", "gpt2", qwen3_5_config, bos="<|endoftext|>", kinds=LINEAR_KINDS),
     pt2_architecture("qwen3_next", "Qwen3NextForCausalLM", "gpt2", qwen3_next_config, bos="<|endoftext|>",
-                     kinds=LINEAR_KINDS, refusal=DATA_DEPENDENT),
-    pt2_architecture("jamba", "JambaForCausalLM", "llama", jamba_config, bos="<s>", kinds=SSM_KINDS, refusal=DATA_DEPENDENT),
+                     kinds=LINEAR_KINDS),
+    pt2_architecture("olmo_hybrid", "OlmoHybridForCausalLM", "gpt2", olmo_hybrid_config, bos="<|endoftext|>",
+                     kinds=LINEAR_KINDS),
+    pt2_architecture("jamba", "JambaForCausalLM", "llama", jamba_config, bos="<s>", kinds=SSM_KINDS),
     pt2_architecture("granitemoehybrid", "GraniteMoeHybridForCausalLM", "gpt2", granite_hybrid_config,
-                     bos="<|endoftext|>", kinds=SSM_KINDS, refusal=DATA_DEPENDENT),
-    pt2_architecture("falcon_h1", "FalconH1ForCausalLM", "llama", falcon_h1_config, bos="<s>", refusal=DATA_DEPENDENT),
-    pt2_architecture("qwen3_5_63", "Qwen3_5ForCausalLM", "gpt2", qwen3_5_config, bos="<|endoftext|>",
-                     kinds=LINEAR_KINDS, max_length=LINEAR_CHUNK - 1),
-    pt2_architecture("granitemoehybrid_31", "GraniteMoeHybridForCausalLM", "gpt2", granite_hybrid_config,
-                     bos="<|endoftext|>", kinds=SSM_KINDS, max_length=SSM_CHUNK - 1),
+                     bos="<|endoftext|>", kinds=SSM_KINDS),
+    pt2_architecture("nemotron_h", "NemotronHForCausalLM", "llama", nemotron_h_config, bos="<s>", kinds=SSM_KINDS),
+    pt2_architecture("falcon_h1", "FalconH1ForCausalLM", "llama", falcon_h1_config, bos="<s>"),
 ]
 PT2_BY_NAME = {a["name"]: a for a in PT2_ARCHITECTURES}

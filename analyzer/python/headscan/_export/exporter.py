@@ -15,6 +15,19 @@ from .program import exported_program
 from .pt2 import Recorder, check_lengths, check_padding, check_rows, check_shapes
 
 
+def takes_use_cache(model, parameters):
+    """Whether the model's forward takes use_cache: among its parameters, or passed on by its
+    **kwargs to a base model that takes it (Granite 4 hybrid, whose cache would otherwise make its
+    Mamba layers return their final states, which no length-dynamic operator gives)."""
+    if "use_cache" in parameters:
+        return True
+    passes_keywords = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    base = getattr(model, "base_model", None)
+    if not passes_keywords or base is None or base is model:
+        return False
+    return "use_cache" in inspect.signature(base.forward).parameters
+
+
 class Wrapper(torch.nn.Module):
     """forward(input_ids[, attention_mask]) -> the model's first output (logits, or the hidden
     states of a model without a head), no cache. A transformers model is called with keywords; any
@@ -28,7 +41,7 @@ class Wrapper(torch.nn.Module):
         self.takes_mask = takes_mask
         parameters = inspect.signature(model.forward).parameters
         self.keywords = "input_ids" in parameters
-        self.extra = {"use_cache": False} if "use_cache" in parameters else {}
+        self.extra = {"use_cache": False} if takes_use_cache(model, parameters) else {}
         self.keeps_logits = self.keywords and "logits_to_keep" in parameters
 
     def run(self, input_ids, attention_mask=None, logits_rows=None):
