@@ -10,10 +10,10 @@ for 512 tokens; sliding windows of 16 tokens, attention chunks of 32, linear att
 
   1. `headscan export MODEL_DIR MODEL.pt2` (a new process for GPT-2 and BERT; for the others the
      command's main() in one of two processes that import torch and transformers once, with this
-     build's Python package and C++ core); an architecture with a `refusal` must exit 2 naming the reason and write no archive (the
-     hybrids whose layers compute by chunks or token by token in Python loops, DeepSeek-V3.2's
-     indexer taking min(index_topk, length)); Qwen3.5 and the Granite hybrid are also exported
-     within one chunk (--max-length 63 and 31) and analysed;
+     build's Python package and C++ core); an architecture with a `refusal` must exit 2 naming the reason and write no archive
+     (DeepSeek-V3.2's indexer taking min(index_topk, length)); the hybrids, whose layers compute by
+     chunks or token by token in transformers' Python loops, are exported at their default length
+     with headscan's sequence-mixer operators in place of those loops;
   2. headscan.json's "layers": every layer of the model with its index, module path
      (...layers.N) and kind: `attention`, or for a hybrid's other layers `linear attention` or
      `state space`, as the architecture's `kinds` say; its "attention": "headscan" (headscan's

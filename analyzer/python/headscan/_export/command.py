@@ -73,6 +73,7 @@ from .attention import MODES, exact_attention, refuse_sdpa, sdpa_unavailable
 from .exporter import Wrapper, export_model, extra_files
 from .headscan_json import MAX_LENGTH
 from .layers import describe_layers
+from .mixer_ops import quiet_reference_fallbacks
 from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, default_name, load_tokenizer_json,
                        model_positions, unpadded_tokenizer)
 from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_encoder_decoder
@@ -182,6 +183,7 @@ def export(args):
                                "(or pip install transformers)") from None
 
     transformers_logging.disable_progress_bar()
+    quiet_reference_fallbacks()
     if not args.output.endswith(".pt2"):
         raise ExportInputError(f"{args.output}: the archive's name must end in .pt2 (an exported program); "
                                "scripts/export_hf.py writes TorchScript archives (.pt)")

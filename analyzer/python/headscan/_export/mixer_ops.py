@@ -31,6 +31,7 @@ import contextlib
 import functools
 import importlib
 import inspect
+import logging
 import sys
 
 import torch
@@ -228,3 +229,17 @@ def length_dynamic_mixers(model):
     finally:
         for module, function, original in reversed(saved):
             setattr(module, function, original)
+
+
+class _NoFallbackNotice(logging.Filter):
+    def filter(self, record):
+        return "falling back to its reference PyTorch implementation" not in record.getMessage()
+
+
+def quiet_reference_fallbacks():
+    """Silences transformers' notice that a mixer falls back to its torch reference (no mamba_ssm,
+    causal_conv1d or flash-linear-attention installed): the export runs the references on purpose
+    (the checks' eager model), and the program runs headscan's operators in their place."""
+    logger = logging.getLogger("transformers.integrations.hub_kernels")
+    if not any(isinstance(f, _NoFallbackNotice) for f in logger.filters):
+        logger.addFilter(_NoFallbackNotice())
