@@ -149,8 +149,11 @@ def main(argv):
     parser.add_argument("headscan")
     parser.add_argument("work")
     parser.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
-    parser.add_argument("architectures", nargs="*", choices=HYBRIDS + [[]], default=[])
-    args = parser.parse_args(argv[1:])
+    parser.add_argument("architectures", nargs="*")
+    args = parser.parse_intermixed_args(argv[1:])
+    unknown = [name for name in args.architectures if name not in HYBRIDS]
+    if unknown:
+        parser.error(f"unknown architectures {unknown}; known: {', '.join(HYBRIDS)}")
     lengths = [int(n) for n in args.lengths.split(",")]
     work = os.path.abspath(args.work)
     os.makedirs(work, exist_ok=True)

@@ -193,3 +193,31 @@ def test_every_family_holds_the_reference():
         for family in families:
             module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
             assert mixer_ops._source(getattr(module, function)) == mixer_ops._source(mixer_ops.reference(name)), family
+
+
+def test_gradients_are_the_references():
+    """The operators are differentiable in Python (the reference recomputed), with the reference's
+    gradients."""
+    generator = torch.Generator().manual_seed(6)
+    s, m = ssd_inputs(70, generator), selective_inputs(30, generator)
+    cases = [
+        (lambda q, k, v, g, b: OPS["gated_delta_rule"](q, k, v, g, b, 64, True),
+         lambda q, k, v, g, b: mixer_ops.reference("gated_delta_rule")(q, k, v, g=g, beta=b,
+                                                                       use_qk_l2norm_in_kernel=True)[0],
+         gated_delta_inputs(70, generator)),
+        (lambda x, dt, A, B, C, D, bias: OPS["ssd_scan"](x, dt, A, B, C, 32, D, bias, True, 0.0, float("inf")),
+         lambda x, dt, A, B, C, D, bias: mixer_ops.reference("ssd_scan")(x, dt, A, B, C, 32, D=D, dt_bias=bias,
+                                                                          dt_softplus=True),
+         [s[k] for k in ("hidden_states", "dt", "A", "B", "C", "D", "dt_bias")]),
+        (lambda x, dt, A, B, C, D, z, bias: OPS["selective_scan"](x, dt, A, B, C, D, z, bias, True),
+         lambda x, dt, A, B, C, D, z, bias: mixer_ops.reference("selective_scan")(x, dt, A, B, C, D=D, z=z,
+                                                                                  delta_bias=bias,
+                                                                                  delta_softplus=True),
+         [m[k] for k in ("hidden_states", "dt", "A", "B", "C", "D", "z", "delta_bias")]),
+    ]
+    for operator, reference, inputs in cases:
+        inputs = [x.clone().requires_grad_() for x in inputs]
+        found = torch.autograd.grad(operator(*inputs).square().sum(), inputs)
+        expected = torch.autograd.grad(reference(*inputs).square().sum(), inputs)
+        for a, b in zip(found, expected):
+            assert torch.equal(a, b), (a - b).abs().max()

@@ -23,7 +23,8 @@ kernel - 1 and cut to the length) are length-dynamic ATen already and stay as th
 headscan's C++ core (analyzer/model/sequence_mixers.cpp) defines the operators with kernels of ATen
 for NativeRT; where it is not loaded they are defined here with kernels that call transformers'
 reference functions. Their fake implementations (shapes only, the length symbolic) are registered
-here in either case, by define(). length_dynamic_mixers() puts the operators in place of the
+here in either case, by define(), and their gradients (the references' own, recomputed: Python only).
+length_dynamic_mixers() puts the operators in place of the
 reference functions while torch.export traces a model.
 """
 
@@ -124,9 +125,41 @@ FAKES = {"gated_delta_rule": _gated_delta_rule_fake, "ssd_scan": _ssd_scan_fake,
          "selective_scan": _selective_scan_fake}
 
 
+# The operators' tensor arguments, in schema order (the others are ints, bools and floats).
+TENSORS = {"gated_delta_rule": (0, 1, 2, 3, 4), "ssd_scan": (0, 1, 2, 3, 4, 6, 7),
+           "selective_scan": (0, 1, 2, 3, 4, 5, 6, 7)}
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.inputs = inputs
+
+
+def _backward(name):
+    """The gradient of operator `name`: its reference recomputed with autograd (the forward equals
+    the reference bit for bit, so this is the reference's gradient). Python only: an exported
+    program runs the operators without autograd (NativeRT runs in inference mode)."""
+    def backward(ctx, grad):
+        inputs = list(ctx.inputs)
+        wanted = [i for i in TENSORS[name] if inputs[i] is not None and ctx.needs_input_grad[i]]
+        with torch.enable_grad():
+            for i in wanted:
+                inputs[i] = inputs[i].detach().requires_grad_()
+            output = KERNELS[name](*inputs)
+            grads = torch.autograd.grad(output, [inputs[i] for i in wanted], grad, allow_unused=True)
+        result = [None] * len(inputs)
+        for i, each in zip(wanted, grads):
+            result[i] = each
+        return tuple(result)
+    return backward
+
+
+def _has_autograd(qualified_name):
+    return torch._C._dispatch_has_kernel_for_dispatch_key(qualified_name, "Autograd")
+
+
 def define():
-    """Defines what is missing of the three operators (C++ may have defined them) and their fake
-    implementations; returns {name: OpOverload}."""
+    """Defines what is missing of the three operators (C++ may have defined them), their fake
+    implementations and their gradients; returns {name: OpOverload}."""
     for name, schema in SCHEMAS.items():
         if not _defined(name):
             library = torch.library.Library("headscan", "FRAGMENT")
@@ -136,6 +169,11 @@ def define():
         if not _has_fake(f"headscan::{name}"):
             library = torch.library.Library("headscan", "FRAGMENT")
             torch.library.register_fake(f"headscan::{name}", FAKES[name], lib=library)
+            _LIBRARIES.append(library)
+        if not _has_autograd(f"headscan::{name}"):
+            library = torch.library.Library("headscan", "FRAGMENT")
+            torch.library.register_autograd(f"headscan::{name}", _backward(name), setup_context=_setup_context,
+                                            lib=library)
             _LIBRARIES.append(library)
     return {name: getattr(torch.ops.headscan, name).default for name in SCHEMAS}
 
