@@ -221,3 +221,28 @@ def test_gradients_are_the_references():
         expected = torch.autograd.grad(reference(*inputs).square().sum(), inputs)
         for a, b in zip(found, expected):
             assert torch.equal(a, b), (a - b).abs().max()
+
+
+def mamba_selective_scan(hidden_states, dt, A, B, C, **kwargs):  # noqa: ARG001 - a copy that differs
+    return hidden_states * 2
+
+
+class DifferentCopy(torch.nn.Module):
+    def forward(self, x):
+        return mamba_selective_scan(x, x, x, x, x)
+
+
+def test_a_copy_that_differs_is_named():
+    """A module calling a copy of a reference whose source differs keeps it while exporting, and
+    a refusal for data-dependent control flow names the module."""
+    from headscan._export import ExportInputError
+
+    model = torch.nn.Sequential(DifferentCopy())
+    assert mixer_ops.reference_copies(model) == []
+    assert mixer_ops.unreplaced_mixers(model) == [("0", "DifferentCopy", f"{__name__}.mamba_selective_scan")]
+    with pytest.raises(ExportInputError, match=r"^data-dependent control flow: a loop; 0 \(DifferentCopy\) calls "):
+        with mixer_ops.naming_unreplaced_mixers(model):
+            raise ExportInputError("data-dependent control flow: a loop")
+    with pytest.raises(ExportInputError, match="^another reason$"):
+        with mixer_ops.naming_unreplaced_mixers(model):
+            raise ExportInputError("another reason")

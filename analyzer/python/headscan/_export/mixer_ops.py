@@ -37,6 +37,7 @@ import sys
 
 import torch
 
+from . import ExportInputError
 from .ops import _defined, _has_fake
 
 SCHEMAS = {
@@ -281,3 +282,43 @@ def quiet_reference_fallbacks():
     logger = logging.getLogger("transformers.integrations.hub_kernels")
     if not any(isinstance(f, _NoFallbackNotice) for f in logger.filters):
         logger.addFilter(_NoFallbackNotice())
+
+
+def _forward_names(module):
+    """The global names the module's forward calls (its decorators unwrapped)."""
+    forward = inspect.unwrap(type(module).forward)
+    code = getattr(forward, "__code__", None)
+    return set(code.co_names) if code is not None else set()
+
+
+def unreplaced_mixers(model):
+    """[(module path, class name, function)] of the model's modules whose forward calls a function of
+    REFERENCES' names that length_dynamic_mixers() leaves in place (its source is not the
+    reference's)."""
+    replaced = {(module.__name__, function) for module, function, _ in reference_copies(model)}
+    functions = {function for _, function in REFERENCES.values()}
+    found = []
+    for path, module in model.named_modules():
+        modeling = type(module).__module__
+        for function in sorted(_forward_names(module) & functions):
+            if (modeling, function) not in replaced:
+                found.append((path, type(module).__name__, f"{modeling}.{function}"))
+    return found
+
+
+@contextlib.contextmanager
+def naming_unreplaced_mixers(model):
+    """A refusal for data-dependent control flow names the model's modules whose sequence mixer
+    headscan's operators do not replace, and why."""
+    try:
+        yield
+    except ExportInputError as e:
+        found = unreplaced_mixers(model)
+        if not found or "data-dependent" not in str(e):
+            raise
+        shown = ", ".join(f"{path} ({name})" for path, name, _ in found[:3]) + (" and more" if len(found) > 3 else "")
+        functions = ", ".join(sorted({function for _, _, function in found}))
+        verb = "calls" if len(found) == 1 else "call"
+        raise ExportInputError(f"{e}; {shown} {verb} {functions}, a copy of transformers' torch reference that "
+                               "differs from the one headscan's length-dynamic operators compute (another "
+                               "transformers version than 5.17?), so it was traced as it is") from e
