@@ -5,7 +5,8 @@
 
 Defines headscan's operators here, in Python (this process loads no headscan): headscan::observe
 records the probabilities it is given, headscan::attention computes scaled_dot_product_attention's
-math form and records its probabilities. torch runs the archive's program on each record alone;
+math form and records its probabilities, and a hybrid's sequence mixers (headscan::gated_delta_rule,
+ssd_scan, selective_scan) call transformers' torch references. torch runs the archive's program on each record alone;
 the scores of hf_references.py are computed from the recorded probabilities, keyed by the layer
 each observer carries, and printed as heads.json's {"heads": [{layer, head, scores}]}.
 """
@@ -49,6 +50,40 @@ def attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_
     return probs @ value
 
 
+# A hybrid's sequence mixers (headscan/_export/mixer_ops.py): transformers' torch references.
+LIBRARY.define("gated_delta_rule(Tensor query, Tensor key, Tensor value, Tensor g, Tensor beta, int chunk_size, "
+               "bool use_qk_l2norm) -> Tensor")
+LIBRARY.define("ssd_scan(Tensor hidden_states, Tensor dt, Tensor A, Tensor B, Tensor C, int chunk_size, Tensor? D, "
+               "Tensor? dt_bias, bool dt_softplus, float dt_min, float dt_max) -> Tensor")
+LIBRARY.define("selective_scan(Tensor hidden_states, Tensor dt, Tensor A, Tensor B, Tensor C, Tensor? D, Tensor? z, "
+               "Tensor? delta_bias, bool delta_softplus) -> Tensor")
+
+
+def reference(module, name):
+    import importlib
+    import inspect
+
+    return inspect.unwrap(getattr(importlib.import_module(f"transformers.models.{module}.modeling_{module}"), name))
+
+
+@torch.library.impl(LIBRARY, "gated_delta_rule", "CompositeExplicitAutograd")
+def gated_delta_rule(query, key, value, g, beta, chunk_size, use_qk_l2norm):
+    return reference("qwen3_next", "torch_chunk_gated_delta_rule")(
+        query, key, value, g=g, beta=beta, chunk_size=chunk_size, use_qk_l2norm_in_kernel=use_qk_l2norm)[0].contiguous()
+
+
+@torch.library.impl(LIBRARY, "ssd_scan", "CompositeExplicitAutograd")
+def ssd_scan(hidden_states, dt, A, B, C, chunk_size, D, dt_bias, dt_softplus, dt_min, dt_max):
+    return reference("mamba2", "mamba2_chunk_scan")(hidden_states, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias,
+                                                    dt_softplus=dt_softplus, dt_limit=(dt_min, dt_max)).contiguous()
+
+
+@torch.library.impl(LIBRARY, "selective_scan", "CompositeExplicitAutograd")
+def selective_scan(hidden_states, dt, A, B, C, D, z, delta_bias, delta_softplus):
+    return reference("mamba", "mamba_selective_scan")(hidden_states, dt, A, B, C, D=D, z=z, delta_bias=delta_bias,
+                                                      delta_softplus=delta_softplus).contiguous()
+
+
 @torch.library.register_fake("headscan::observe")
 def _(probs, layer):
     return torch.empty_like(probs)
@@ -64,14 +99,16 @@ def main(archive, records_path):
 
     with open(records_path, encoding="utf-8") as f:
         given = json.load(f)
-    program = load_pt2(archive).exported_programs["model"].module()
+    exported = load_pt2(archive).exported_programs["model"]
+    takes_rows = len(exported.graph_signature.user_inputs) == 3  # forward(input_ids, attention_mask, logits_rows)
+    program = exported.module()
     reference = ReferenceScores()
     layers = None
     for record in given["records"]:
         ids = torch.tensor([record["ids"]], dtype=torch.long)
         RECORDED.clear()
         with torch.no_grad():
-            program(ids, torch.ones_like(ids))
+            program(ids, torch.ones_like(ids), *([torch.arange(ids.shape[1])] if takes_rows else []))
         order = [layer for layer, _ in RECORDED]
         assert layers in (None, order), f"observers ran for layers {order}, before for {layers}"
         layers = order
