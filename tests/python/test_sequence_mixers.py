@@ -246,3 +246,25 @@ def test_a_copy_that_differs_is_named():
     with pytest.raises(ExportInputError, match="^another reason$"):
         with mixer_ops.naming_unreplaced_mixers(model):
             raise ExportInputError("another reason")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fake_kernels_give_the_kernels_dtype(dtype):
+    """A model in bfloat16 passes its activations in bfloat16 and some parameters in float32 (Jamba's
+    D.float(), Mamba-2's A): the fake kernels' dtypes are the kernels'."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    generator = torch.Generator().manual_seed(7)
+    s, m = ssd_inputs(40, generator), selective_inputs(40, generator)
+    calls = [
+        ("gated_delta_rule", [x.to(dtype) for x in gated_delta_inputs(40, generator)] + [64, True]),
+        ("ssd_scan", [s[k].to(dtype) for k in ("hidden_states", "dt")] + [s["A"]] +
+         [s[k].to(dtype) for k in ("B", "C")] + [32, s["D"].to(dtype), s["dt_bias"].to(dtype), True, 0.0, 1.0]),
+        ("selective_scan", [m[k].to(dtype) for k in ("hidden_states", "dt")] + [m["A"]] +
+         [m[k].to(dtype) for k in ("B", "C")] + [m["D"], m["z"].to(dtype), m["delta_bias"].to(dtype), True]),
+    ]
+    for name, arguments in calls:
+        real = OPS[name](*arguments)
+        with FakeTensorMode() as mode:
+            fake = OPS[name](*[mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in arguments])
+        assert (fake.shape, fake.dtype) == (real.shape, real.dtype), (name, fake.dtype, real.dtype)
