@@ -251,7 +251,8 @@ def test_a_copy_that_differs_is_named():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_fake_kernels_give_the_kernels_dtype(dtype):
     """A model in bfloat16 passes its activations in bfloat16 and some parameters in float32 (Jamba's
-    D.float(), Mamba-2's A): the fake kernels' dtypes are the kernels'."""
+    D.float(), Mamba-2's A): the fake kernels' dtypes are the kernels', whose values are the
+    references'."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     generator = torch.Generator().manual_seed(7)
@@ -268,3 +269,4 @@ def test_fake_kernels_give_the_kernels_dtype(dtype):
         with FakeTensorMode() as mode:
             fake = OPS[name](*[mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in arguments])
         assert (fake.shape, fake.dtype) == (real.shape, real.dtype), (name, fake.dtype, real.dtype)
+        close(real, mixer_ops.KERNELS[name](*arguments))  # the reference, called as the Python kernel does
