@@ -10,6 +10,8 @@ model     the model: its size from the config, its class, loading it, the wrappe
 checks    what an archive must satisfy before it is saved (graph, attention rows, shapes, lengths,
           padding), the archive compared with the eager model;
 ops       headscan's two operators (headscan::observe, headscan::attention) as torch.export sees them;
+mixer_ops a hybrid's sequence mixers (gated delta rule, Mamba-2's and Mamba's scans) as headscan's
+          operators, put in place of transformers' torch references while torch.export traces;
 attention which attention the model is loaded with: headscan's, SDPA or eager, where each is exact;
 headscan_attention  transformers' attention implementation "headscan": headscan::attention called by
           the model, with the keys' padding as its mask instead of a [B, 1, T, T] one;
