@@ -136,6 +136,14 @@ def check_attention(arch, metadata, stderr, targets, attention_layers):
     calling headscan::attention, or eager attention's observed softmaxes with the reason."""
     attentions = targets.get("torch.ops.headscan.attention.default", 0)
     observers = targets.get("torch.ops.headscan.observe.default", 0)
+    if arch.get("sdpa"):
+        assert metadata.get("attention") == "sdpa" and arch["sdpa"] in metadata.get("attention_reason", ""), \
+            f"headscan.json attention {metadata.get('attention')!r} ({metadata.get('attention_reason')}), expected " \
+            f"sdpa because of {arch['sdpa']!r}"
+        assert attentions == len(attention_layers) and observers == 0, \
+            f"the program calls headscan::attention {attentions} times and observes {observers} softmaxes, " \
+            f"expected headscan::attention once per attention layer ({len(attention_layers)})"
+        return
     if arch["eager"] is None:
         assert metadata.get("attention") == "headscan" and "attention_reason" not in metadata, \
             f"headscan.json attention {metadata.get('attention')!r} ({metadata.get('attention_reason')}), " \
@@ -244,7 +252,7 @@ def check(arch, headscan, corpus, work, observers, exporters):
     else:
         shutil.rmtree(report, ignore_errors=True)
         run([headscan, archive, corpus, "-o", report, "--max-length", max_length, "--parser", "none",
-             "--no-html", "--no-plots", "-q", "--threads", "1"], "headscan")
+             "--no-html", "--no-plots", "-q", "--threads", "1", *arch.get("run_options", ())], "headscan")
         with open(os.path.join(report, "heads.json"), encoding="utf-8") as f:
             heads = json.load(f)
         model = heads["model"]

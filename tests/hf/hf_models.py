@@ -247,16 +247,19 @@ DATA_DEPENDENT = "data-dependent control flow"
 
 
 def pt2_architecture(name, cls, style, config, *, bos, causal=True, kinds=None, refusal=None, new_process=False,
-                     max_length=None, eager=None):
+                     max_length=None, eager=None, sdpa=None, run_options=()):
     """max_length: `headscan export --max-length N`, and the longest sequence analysed (default 300).
     eager: the reason `headscan export` loads the model with eager attention (a text of it), or
-    None where it keeps transformers' SDPA attention."""
+    None where it keeps transformers' SDPA attention. sdpa: the reason it keeps transformers' SDPA
+    attention rather than headscan's implementation (a text of it), or None."""
     arch = architecture(name, cls, style, config, causal=causal, bos=bos, refusal=refusal, refusal_exit=2,
                         new_process=new_process, positions=PT2_POSITIONS,
                         options=["--max-length", str(max_length)] if max_length else ())
     arch["kinds"] = kinds
     arch["max_length"] = max_length
     arch["eager"] = eager
+    arch["sdpa"] = sdpa
+    arch["run_options"] = list(run_options)
     return arch
 
 
@@ -278,6 +281,14 @@ def longer(name, eager=None, **fields):
 SOFT_CAPPING = "soft-capping of the attention scores"
 NO_SDPA = "has no SDPA attention"
 DIFFERENTIAL = "more than once per map (differential attention)"
+# Why DeepSeek-V3.2 keeps SDPA attention's [B, 1, T, T] mask: its indexer reads the mask's rows.
+INDEXER_MASK = "its output with headscan's attention differs from eager attention's"
+# DeepSeek-V3.2's indexer keeps each query's top-k keys by index score, whose ties (many in a tiny
+# random model: a sum over 2 heads of relu(q·k)) topk breaks by the row's width: a sequence padded in
+# a batch may keep other keys than alone, in transformers as in the program. The reference is each
+# sequence alone, so the analysis runs one sequence per call.
+UNBATCHED = ("--batch-size", "1")
+COMPRESSED_KEYS = "attend to compressed entries of the sequence, not to its tokens"
 
 
 def text_config(config_name, **fields):
@@ -348,7 +359,14 @@ PT2_ARCHITECTURES = [
                                  kv_lora_rank=16, q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8,
                                  v_head_dim=16, head_dim=8, index_topk=WINDOW, index_head_dim=16, index_n_heads=2,
                                  layer_types=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
-                     bos="<s>", refusal=DATA_DEPENDENT),
+                     bos="<s>", sdpa=INDEXER_MASK, run_options=UNBATCHED),
+    # DeepSeek-V4: compressed attention (its keys are compressed entries of the sequence) is refused.
+    pt2_architecture("deepseek_v4", "DeepseekV4ForCausalLM", "llama",
+                     text_config("DeepseekV4Config", head_dim=16, q_lora_rank=32, moe_intermediate_size=32,
+                                 n_routed_experts=4, num_experts_per_tok=2, o_groups=2, o_lora_rank=16,
+                                 index_n_heads=2, index_head_dim=16, index_topk=WINDOW, sliding_window=WINDOW,
+                                 layer_types=["sliding_attention", "compressed_sparse_attention"]),
+                     bos="<s>", refusal=COMPRESSED_KEYS),
     pt2_architecture("cohere2", "Cohere2ForCausalLM", "llama",
                      text_config("Cohere2Config", num_key_value_heads=2, head_dim=16, sliding_window=WINDOW,
                                  layer_types=["sliding_attention", "full_attention"]),

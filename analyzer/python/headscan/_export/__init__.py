@@ -14,6 +14,8 @@ attention which attention the model is loaded with: headscan's, SDPA or eager, w
 headscan_attention  transformers' attention implementation "headscan": headscan::attention called by
           the model, with the keys' padding as its mask instead of a [B, 1, T, T] one;
 program   torch.export, the observers placed on the attention probabilities;
+deepseek  DeepSeek-V3.2's indexer exported length-dynamic (headscan::index_topk), DeepSeek-V4's
+          compressed attention refused;
 layers    the model's layers as it numbers them, with their kinds;
 pt2       the checks on the exported program and the .pt2 archive written (to a file or to memory);
 exporter  a live model exported and checked: the program and its headscan.json;

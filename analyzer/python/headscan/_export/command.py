@@ -75,7 +75,7 @@ from .headscan_json import MAX_LENGTH
 from .layers import describe_layers
 from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, default_name, load_tokenizer_json,
                        model_positions, unpadded_tokenizer)
-from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_encoder_decoder
+from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_family
 from .output import Output, Terminated, sigterm_unwinds
 from .pt2 import takes_logits_rows
 from .attention_program import package_programs
@@ -201,7 +201,7 @@ def read_source(args):
                                "directory or a GGUF file)")
     else:
         config = read_config(args.model_dir, args.trust_remote_code)
-    refuse_encoder_decoder(config, ExportInputError)
+    refuse_family(config, ExportInputError)
     check_size(config, args.dtype)
     if args.gguf and not args.tokenizer:
         return (config, *gguf_file.tokenizer_json(args.model_dir))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import ExportError, ExportInputError, checks, headscan_attention, headscan_json, memory
+from . import ExportError, ExportInputError, checks, deepseek, headscan_attention, headscan_json, memory
 from .model import example_rows, lm_head_rows, missing_outputs, padded_batch
 from .ops import define
 from .program import exported_program
@@ -174,7 +174,7 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     blocks = checks.block_sizes(config) if config is not None else {checks.DEFAULT_CHUNK: "a chunk of 64 tokens"}
     lengths = checks.lengths_to_check(blocks, max_length, check_length)
 
-    with torch.no_grad(), exportable_experts(model), memory.frozen():
+    with torch.no_grad(), exportable_experts(model), deepseek.length_dynamic_indexer(model), memory.frozen():
         example_inputs = batch(example_rows_)
         if not takes_mask:
             example_inputs = example_inputs[:1]

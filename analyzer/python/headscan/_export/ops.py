@@ -105,3 +105,19 @@ def define():
             torch.library.register_fake(f"headscan::{name}", fakes[name], lib=library)
             _LIBRARIES.append(library)
     return torch.ops.headscan.observe.default, torch.ops.headscan.attention.default
+
+
+def define_operator(name, schema, kernel, fake):
+    """Defines headscan::`name` with `schema` where C++ has not, with `kernel` (Python, the same
+    math as C++'s) for every backend, and gives it the fake implementation `fake` unless it has
+    one; returns the OpOverload (its default)."""
+    if not _defined(name):
+        library = torch.library.Library("headscan", "FRAGMENT")
+        library.define(schema)
+        library.impl(name, kernel, "CompositeExplicitAutograd")
+        _LIBRARIES.append(library)
+    if not _has_fake(f"headscan::{name}"):
+        library = torch.library.Library("headscan", "FRAGMENT")
+        torch.library.register_fake(f"headscan::{name}", fake, lib=library)
+        _LIBRARIES.append(library)
+    return getattr(torch.ops.headscan, name).default
