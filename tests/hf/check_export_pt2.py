@@ -231,7 +231,7 @@ def check(arch, headscan, corpus, work, observers, exporters):
     metadata = json.loads(archive_file(archive, "headscan.json"))
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         config = json.load(f)
-    n_layers = config.get("num_hidden_layers", config.get("n_layer"))
+    n_layers = config.get("num_hidden_layers", config.get("n_layer", config.get("n_layers")))
     attention_layers = check_layers(arch, metadata.get("layers") or [], n_layers)
     graph = program_graph(archive)
     check_attention(arch, metadata, stderr, program_targets(graph), attention_layers)

@@ -396,3 +396,83 @@ PT2_ARCHITECTURES = [
                      bos="<|endoftext|>", kinds=SSM_KINDS, max_length=SSM_CHUNK - 1),
 ]
 PT2_BY_NAME = {a["name"]: a for a in PT2_ARCHITECTURES}
+
+
+# More of transformers' decoder and encoder families, each exported and analysed as above (the
+# README's architecture table lists them): attention in their own layouts (fused QKV, ALiBi,
+# multi-query, parallel blocks, partial rotary, QK norms, relative positions).
+# Falcon keeps transformers' SDPA attention ([B, 1, T, T] mask): transformers cannot switch its
+# attention after loading it. ALBERT runs one layer's module for every layer (shared weights), and
+# headscan numbers layers by module: refused.
+NOT_SWITCHED = "cannot switch FalconForCausalLM's attention after loading it"
+SHARED_LAYER = "has 2 attention softmaxes"
+
+
+WIDER_PT2_ARCHITECTURES = [
+    pt2_architecture("qwen3", "Qwen3ForCausalLM", "gpt2", text_config("Qwen3Config", num_key_value_heads=2, head_dim=16),
+                     bos="<|endoftext|>"),
+    pt2_architecture("olmo2", "Olmo2ForCausalLM", "gpt2", text_config("Olmo2Config", num_key_value_heads=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("granite", "GraniteForCausalLM", "gpt2", text_config("GraniteConfig", num_key_value_heads=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("stablelm", "StableLmForCausalLM", "gpt2", text_config("StableLmConfig", num_key_value_heads=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("phi", "PhiForCausalLM", "gpt2", text_config("PhiConfig", partial_rotary_factor=0.5),
+                     bos="<|endoftext|>"),
+    pt2_architecture("falcon", "FalconForCausalLM", "gpt2",
+                     lambda: ("FalconConfig", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                   max_position_embeddings=PT2_POSITIONS, initializer_range=0.25,
+                                                   multi_query=True, new_decoder_architecture=False)),
+                     bos="<|endoftext|>", sdpa=NOT_SWITCHED),
+    pt2_architecture("bloom", "BloomForCausalLM", "gpt2",
+                     lambda: ("BloomConfig", dict(hidden_size=64, n_layer=2, n_head=4, initializer_range=0.25)),
+                     bos="<|endoftext|>", eager=NO_SDPA),
+    pt2_architecture("gptj", "GPTJForCausalLM", "gpt2",
+                     lambda: ("GPTJConfig", dict(n_embd=64, n_layer=2, n_head=4, rotary_dim=8,
+                                                 n_positions=PT2_POSITIONS, initializer_range=0.25)),
+                     bos="<|endoftext|>", eager=NO_SDPA),
+    pt2_architecture("opt", "OPTForCausalLM", "gpt2",
+                     lambda: ("OPTConfig", dict(hidden_size=64, ffn_dim=128, num_hidden_layers=2, num_attention_heads=4,
+                                                word_embed_proj_dim=64, max_position_embeddings=PT2_POSITIONS,
+                                                init_std=0.25)),
+                     bos="<|endoftext|>"),
+    pt2_architecture("gpt_bigcode", "GPTBigCodeForCausalLM", "gpt2",
+                     lambda: ("GPTBigCodeConfig", dict(n_embd=64, n_layer=2, n_head=4, n_positions=PT2_POSITIONS,
+                                                       multi_query=True, initializer_range=0.25)),
+                     bos="<|endoftext|>"),
+    pt2_architecture("starcoder2", "Starcoder2ForCausalLM", "gpt2",
+                     text_config("Starcoder2Config", num_key_value_heads=2, sliding_window=WINDOW),
+                     bos="<|endoftext|>"),
+    pt2_architecture("cohere", "CohereForCausalLM", "llama", text_config("CohereConfig", num_key_value_heads=2),
+                     bos="<s>"),
+    pt2_architecture("glm4", "Glm4ForCausalLM", "gpt2", text_config("Glm4Config", num_key_value_heads=2, head_dim=16, pad_token_id=0),
+                     bos="<|endoftext|>"),
+    pt2_architecture("qwen2_moe", "Qwen2MoeForCausalLM", "gpt2",
+                     text_config("Qwen2MoeConfig", num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                                 moe_intermediate_size=32, shared_expert_intermediate_size=32),
+                     bos="<|endoftext|>"),
+    pt2_architecture("granitemoe", "GraniteMoeForCausalLM", "gpt2",
+                     text_config("GraniteMoeConfig", num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("distilbert", "DistilBertForMaskedLM", "bert",
+                     lambda: ("DistilBertConfig", dict(dim=64, hidden_dim=128, n_layers=2, n_heads=4,
+                                                       max_position_embeddings=PT2_POSITIONS, initializer_range=0.25)),
+                     bos="[CLS]", causal=False),
+    pt2_architecture("electra", "ElectraForMaskedLM", "bert",
+                     lambda: ("ElectraConfig", dict(SMALL, embedding_size=32, max_position_embeddings=PT2_POSITIONS)),
+                     bos="[CLS]", causal=False),
+    pt2_architecture("xlm_roberta", "XLMRobertaForMaskedLM", "roberta",
+                     lambda: ("XLMRobertaConfig", dict(SMALL, max_position_embeddings=PT2_POSITIONS + 2)),
+                     bos="<s>", causal=False),
+    pt2_architecture("albert", "AlbertForMaskedLM", "bert",
+                     lambda: ("AlbertConfig", dict(SMALL, embedding_size=32, max_position_embeddings=PT2_POSITIONS)),
+                     bos="[CLS]", causal=False, refusal=SHARED_LAYER),
+    pt2_architecture("deberta_v2", "DebertaV2ForMaskedLM", "bert",
+                     lambda: ("DebertaV2Config", dict(SMALL, max_position_embeddings=PT2_POSITIONS)),
+                     bos="[CLS]", causal=False, eager=NO_SDPA),
+    pt2_architecture("mpnet", "MPNetForMaskedLM", "roberta",
+                     lambda: ("MPNetConfig", dict(SMALL, max_position_embeddings=PT2_POSITIONS + 2)),
+                     bos="<s>", causal=False, eager=NO_SDPA),
+]
+PT2_ARCHITECTURES += WIDER_PT2_ARCHITECTURES
+PT2_BY_NAME.update({a["name"]: a for a in WIDER_PT2_ARCHITECTURES})
