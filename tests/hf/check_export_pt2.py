@@ -70,6 +70,10 @@ PT2_CORPUS = [CORPUS[1] + " " + CORPUS[5], " ".join(CORPUS * 2), CORPUS[3]]
 # Architectures of causal attention without windows or chunks, Llama's with as many key/value heads as
 # query heads and Qwen2's with half: their program's attention takes no [T, T] mask.
 COMPACT_MASK = ("llama", "qwen2")
+# Step 7: one window this long, beyond every length the export compared (its checks stop at 256 tokens
+# for these block sizes), within the models' positions (hf_models.PT2_POSITIONS).
+LONG_LENGTH = 1024
+LONG_LINE = " ".join(CORPUS * 8)
 TRANSFORMERS_LOCK = threading.Lock()  # one transformers model built at a time in this process
 
 
@@ -270,7 +274,36 @@ def check(arch, headscan, corpus, work, observers, exporters):
     assert found == expected and len(heads["heads"]) == len(expected), \
         f"heads (layer, head) {found[:8]}..., expected {expected[:8]}... ({len(expected)})"
     worst = compare_scores(heads, reference, TOLERANCE)
+    if not observers and not arch["max_length"]:
+        long_worst = check_long(arch, headscan, archive, work, attention_layers, special_ids(tokenizer_json))
+        worst = {score: max(value, long_worst[score]) for score, value in worst.items()}
     return worst
+
+
+def check_long(arch, headscan, archive, work, attention_layers, specials):
+    """Step 7: the same on a window of LONG_LENGTH tokens (and the rest of its line), beyond the
+    lengths the export compared: every head's scores within TOLERANCE of transformers' on it."""
+    model_dir, _, report = paths(arch, work)
+    folder = os.path.dirname(archive)
+    corpus = os.path.join(folder, "long.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write(LONG_LINE + "\n")
+    length = str(LONG_LENGTH)
+    records = [json.loads(line) for line in run([headscan, "tokenize", archive, corpus, "--max-length", length],
+                                                "headscan tokenize").splitlines() if line.strip()]
+    assert len(records[0]["ids"]) == LONG_LENGTH, f"the long line's first window has {len(records[0]['ids'])} tokens"
+    long_report = report + "-long"
+    shutil.rmtree(long_report, ignore_errors=True)
+    run([headscan, archive, corpus, "-o", long_report, "--max-length", length, "--parser", "none", "--no-html",
+         "--no-plots", "-q", "--threads", "1", "--probes", "none", *arch.get("run_options", ())], "headscan (long)")
+    with open(os.path.join(long_report, "heads.json"), encoding="utf-8") as f:
+        heads = json.load(f)
+    with TRANSFORMERS_LOCK:
+        reference, _, _ = reference_scores(model_dir, records, specials, arch["causal"], attention_layers)
+    try:
+        return compare_scores(heads, reference, TOLERANCE)
+    except AssertionError as e:
+        raise AssertionError(f"at {LONG_LENGTH} tokens: {e}") from None
 
 
 def main(argv):

@@ -227,7 +227,7 @@ def build_model_dir(arch, model_dir):
 # cross them. `kinds`: every layer's kind as heads.json's model.layers must say it (None: every
 # layer is attention); `refusal`: `headscan export` must exit 2 with this text in its message.
 
-PT2_POSITIONS = 512
+PT2_POSITIONS = 1024
 WINDOW = 16
 ATTENTION_CHUNK = 32
 SSM_CHUNK = 32
