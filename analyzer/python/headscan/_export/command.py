@@ -69,7 +69,7 @@ import sys
 import warnings
 
 from . import ExportError, ExportInputError, gguf_file, memory
-from .attention import MODES, exact_attention, refuse_sdpa, sdpa_unavailable
+from .attention import MODES, exact_attention, headscan_or_eager, refuse_sdpa, sdpa_unavailable
 from .exporter import Wrapper, export_model, extra_files
 from .headscan_json import MAX_LENGTH
 from .layers import describe_layers
@@ -318,13 +318,14 @@ def load_with_attention(args, config, tokenizer, bos_token, device):
     if unavailable and args.attention == "sdpa":
         refuse_sdpa(unavailable)
     if unavailable:
-        return load_model(args, config, "eager", cls).to(device), "eager", unavailable
-    try:
-        model = load_model(args, config, "sdpa", cls).to(device)
-    except ExportError as e:
-        if args.attention == "sdpa":
-            refuse_sdpa(str(e))
-        return load_model(args, config, "eager", cls).to(device), "eager", str(e)
+        model = load_model(args, config, "eager", cls).to(device)
+    else:
+        try:
+            model = load_model(args, config, "sdpa", cls).to(device)
+        except ExportError as e:
+            if args.attention == "sdpa":
+                refuse_sdpa(str(e))
+            return load_model(args, config, "eager", cls).to(device), "eager", str(e)
     vocab_size = model.get_input_embeddings().num_embeddings
     bos_id = tokenizer.token_to_id(bos_token) if bos_token else None
     positions = model_positions(config)
@@ -339,8 +340,11 @@ def load_with_attention(args, config, tokenizer, bos_token, device):
         output = Wrapper(each, not args.no_attention_mask).eval()(*inputs)
         return output if args.no_attention_mask else output[inputs[1].bool()]
 
+    dtype = next(model.parameters()).dtype
+    if unavailable:  # headscan's attention computes what SDPA's lacks (gpt-oss's sinks), where it is exact
+        return headscan_or_eager(model, run, dtype, unavailable)
     return exact_attention(model, args.attention, run, lambda: load_model(args, config, "eager", cls).to(device),
-                           next(model.parameters()).dtype)
+                           dtype)
 
 
 def exit_code(prog, export_function, args):
