@@ -156,7 +156,8 @@ TEST_CASE("headscan's windowed attention op equals the full-matrix reference at 
         // Without the padding mask (a model exported without one): the rule alone.
         const at::Tensor whole_keys = at::ones({batch, 1, 1, length}, at::kBool);
         const auto [unpadded, unpadded_probs] = reference(q, k, v, whole_keys, r.causal, rule);
-        const CaptureScope scope(batch, length, AttentionCallback(), nullptr, nullptr, 4);
+        const AttentionCallback none;  // the scope keeps a reference to it
+        const CaptureScope scope(batch, length, none, nullptr, nullptr, 4);
         CHECK(max_difference(headscan::eager_attention(q, k, v, std::nullopt, 0.0, r.causal, std::nullopt,
                                                        kv_heads != heads, rule),
                              unpadded) < 1e-5);
@@ -166,8 +167,9 @@ TEST_CASE("headscan's windowed attention op equals the full-matrix reference at 
 }
 
 TEST_CASE("the windowed op reads only the keys a block can see", "[attention_op]") {
-  // A value that is NaN far outside every block's window would poison A·V if it were read: the
-  // output stays finite, and each block's probabilities are 0 outside the window.
+  // A value that is NaN would poison A·V of every block that reads it (0 · NaN is NaN): key 0 is in
+  // the first block's window only (rows 0-7 of blocks of 8, window of 2), so the later blocks'
+  // outputs stay finite; and each block's probabilities are 0 outside the window.
   torch::manual_seed(44);
   const std::int64_t length = 40;
   AttentionRule rule;
@@ -180,8 +182,8 @@ TEST_CASE("the windowed op reads only the keys a block can see", "[attention_op]
   const AttentionCallback collect = [&](int, const at::Tensor& block, std::int64_t) { blocks.push_back(block); };
   const CaptureScope scope(1, length, collect, nullptr, nullptr, 8);
   const at::Tensor output = headscan::eager_attention(q, k, v, std::nullopt, 0.0, true, std::nullopt, false, rule);
-  CHECK(output.narrow(2, 3, length - 3).isfinite().all().item<bool>());
-  CHECK(output.narrow(2, 0, 3).isnan().all().item<bool>());
+  CHECK(output.narrow(2, 8, length - 8).isfinite().all().item<bool>());
+  CHECK(output.narrow(2, 0, 8).isnan().all().item<bool>());
   REQUIRE(blocks.size() == 5);
   const at::Tensor probs = at::cat(blocks, 2);
   const at::Tensor row = at::arange(length).view({length, 1});
@@ -215,7 +217,8 @@ TEST_CASE("gradients through the windowed op, recomputed one block at a time, eq
         output = at::matmul(probs * scale.view({batch, heads, 1, 1}), v.repeat_interleave(heads / kv_heads, 1));
       } else {
         const HeadScales scales{scale};
-        const CaptureScope scope(batch, length, AttentionCallback(), &scales, nullptr, rows);
+        const AttentionCallback none;
+        const CaptureScope scope(batch, length, none, &scales, nullptr, rows);
         output = headscan::eager_attention(q, k, v, padding, 0.0, r.causal, std::nullopt, true, rule);
       }
       (output * weights).sum().backward();

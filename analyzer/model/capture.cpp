@@ -199,7 +199,10 @@ TORCH_LIBRARY(headscan, m) {
   m.def(torch::schema("headscan::observe_softmax(Tensor(a) probs, int dim) -> Tensor(a)",
                       c10::AliasAnalysisKind::FROM_SCHEMA),
         observe_softmax);
-  m.def(torch::schema(kEagerAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA), eager_attention);
+  using SdpaAttention = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                       const std::optional<at::Tensor>&, double, bool, std::optional<double>, bool);
+  m.def(torch::schema(kEagerAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        static_cast<SdpaAttention>(eager_attention));
   m.def("headscan::observe(Tensor probs, int layer) -> Tensor");
   m.def("headscan::attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float dropout_p, "
         "bool is_causal, float? scale, bool enable_gqa, int layer) -> Tensor");
