@@ -98,14 +98,17 @@ def main(archive, records_path):
 
     with open(records_path, encoding="utf-8") as f:
         given = json.load(f)
-    program = load_pt2(archive).exported_programs["model"].module()
+    exported = load_pt2(archive).exported_programs["model"]
+    program = exported.module()
+    # A program that takes logits_rows (headscan export's RowsWrapper) is given every row.
+    takes_rows = tuple(exported.graph_signature.user_inputs)[-1:] == ("logits_rows",)
     reference = ReferenceScores()
     layers = None
     for record in given["records"]:
         ids = torch.tensor([record["ids"]], dtype=torch.long)
         RECORDED.clear()
         with torch.no_grad():
-            program(ids, torch.ones_like(ids))
+            program(ids, torch.ones_like(ids), *([torch.arange(ids.shape[1])] if takes_rows else []))
         order = [layer for layer, _ in RECORDED]
         assert layers in (None, order), f"observers ran for layers {order}, before for {layers}"
         layers = order
