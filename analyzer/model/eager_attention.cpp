@@ -144,14 +144,15 @@ struct AttentionCall {
     const at::TensorOptions positions = at::TensorOptions().dtype(at::kLong).device(scaled_keys.device());
     const at::Tensor row = at::arange(first_row, first_row + count, positions).unsqueeze(-1);  // [Q, 1]
     const at::Tensor key = at::arange(range.first, range.end, positions).unsqueeze(0);          // [1, keys]
-    at::Tensor hidden = at::zeros({count, range.size()}, positions.dtype(at::kBool));
-    if (is_causal) hidden = hidden.logical_or(key > row);
-    if (rule.window_left >= 0) hidden = hidden.logical_or(key < row - rule.window_left);
-    if (rule.window_right >= 0) hidden = hidden.logical_or(key > row + rule.window_right);
+    at::Tensor hidden;
+    const auto hide = [&hidden](const at::Tensor& more) { hidden = hidden.defined() ? hidden.logical_or(more) : more; };
+    if (is_causal) hide(key > row);
+    if (rule.window_left >= 0) hide(key < row - rule.window_left);
+    if (rule.window_right >= 0) hide(key > row + rule.window_right);
     if (rule.chunk > 0) {
       const at::Tensor key_at = left_padding.defined() ? key - left_padding : key;
       const at::Tensor row_at = left_padding.defined() ? row - left_padding : row;
-      hidden = hidden.logical_or(at::div(key_at, rule.chunk, "floor").ne(at::div(row_at, rule.chunk, "floor")));
+      hide(at::div(key_at, rule.chunk, "floor").ne(at::div(row_at, rule.chunk, "floor")));
     }
     return hidden;
   }
