@@ -166,6 +166,8 @@ def test_a_sliding_window_is_the_ops_window_over_the_keys_padding():
     model = tiny_llama("headscan", config_class="MistralConfig", sliding_window=8)
     exported = exporter.export_model(model, None, max_length=64, config=model.config, metadata={"name": "mistral"})
     assert exported.metadata["attention"] == "headscan" and len(observed_nodes(exported)) == 2
+    # The export compared the program with the model at lengths beyond the window (12, 17 and 64).
+    assert sum(length > 8 for length in exported.exact) >= 2
     for node in observed_nodes(exported):
         assert str(node.target) == "headscan.attention.windowed"
         arguments = windowed_arguments(node)
