@@ -24,7 +24,6 @@ from . import ExportInputError, headscan_attention
 from .checks import close
 
 MODES = ("auto", "sdpa", "eager")
-DIFFERENTIAL = "headscan analyses one attention map per layer"
 # Arguments transformers passes to its attention functions that sdpa_attention_forward leaves out:
 # what the model's attention computes beyond scaled_dot_product_attention.
 IGNORED_BY_SDPA = {"softcap": "soft-capping of the attention scores", "s_aux": "attention sinks",
@@ -84,7 +83,7 @@ def sdpa_difference(run_sdpa, run_eager, dtype, ignored_out=None):
     repeated = sorted({name for name, count, _ in calls.values() if count > 1})
     if repeated:
         return (f"{', '.join(repeated)} calls scaled_dot_product_attention more than once per map (differential "
-                f"attention), and {DIFFERENTIAL}")
+                "attention), and headscan analyses one attention map per layer")
     with torch.no_grad():
         want = run_eager()
     return difference(got, want, dtype, "SDPA attention")
