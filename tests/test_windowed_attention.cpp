@@ -127,40 +127,49 @@ TEST_CASE("headscan's windowed attention op equals the full-matrix reference at 
     for (const Rule& r : kRules) {
       // Shorter than, equal to and longer than the window (5) and the chunk (6).
       for (const std::int64_t length : {std::int64_t{3}, std::int64_t{5}, std::int64_t{6}, std::int64_t{23}}) {
-        INFO(r.name << ", " << heads << " heads on " << kv_heads << ", length " << length);
-        const AttentionRule rule = rule_of(r, heads);
-        const at::Tensor q = at::randn({batch, length, heads, width}).transpose(1, 2);
-        const at::Tensor k = at::randn({batch, kv_heads, length, width});
-        const at::Tensor v = at::randn({batch, kv_heads, length, width});
-        const at::Tensor padding = padding_of(batch, length, r.left_padding);
-        const auto [expected, expected_probs] = reference(q, k, v, padding, r.causal, rule);
-        for (const std::int64_t rows : {std::int64_t{1}, std::int64_t{4}, std::int64_t{7}, length}) {
-          INFO("rows " << rows);
-          std::vector<at::Tensor> blocks;
-          const AttentionCallback collect = [&](int, const at::Tensor& block, std::int64_t first_row) {
-            CHECK(first_row == static_cast<std::int64_t>(blocks.size()) * rows);
-            blocks.push_back(block.clone());
-          };
-          at::Tensor output;
-          {
-            const CaptureScope scope(batch, length, collect, nullptr, nullptr, rows);
-            output = headscan::eager_attention(q, k, v, padding, 0.0, r.causal, std::nullopt, kv_heads != heads, rule);
+        for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+          INFO(r.name << ", " << heads << " heads on " << kv_heads << ", length " << length << ", "
+                      << c10::toString(dtype));
+          // bfloat16: the op in bfloat16 against the reference in float32 on the same (rounded) values.
+          const double tolerance = dtype == at::kFloat ? 1e-5 : 2e-2;
+          const AttentionRule rule = rule_of(r, heads);
+          const at::Tensor q = at::randn({batch, length, heads, width}).transpose(1, 2).to(dtype);
+          const at::Tensor k = at::randn({batch, kv_heads, length, width}).to(dtype);
+          const at::Tensor v = at::randn({batch, kv_heads, length, width}).to(dtype);
+          const at::Tensor padding = padding_of(batch, length, r.left_padding);
+          const auto [expected, expected_probs] =
+              reference(q.to(at::kFloat), k.to(at::kFloat), v.to(at::kFloat), padding, r.causal, rule);
+          for (const std::int64_t rows : {std::int64_t{1}, std::int64_t{4}, std::int64_t{7}, length}) {
+            INFO("rows " << rows);
+            std::vector<at::Tensor> blocks;
+            const AttentionCallback collect = [&](int, const at::Tensor& block, std::int64_t first_row) {
+              CHECK(first_row == static_cast<std::int64_t>(blocks.size()) * rows);
+              blocks.push_back(block.clone());
+            };
+            at::Tensor output;
+            {
+              const CaptureScope scope(batch, length, collect, nullptr, nullptr, rows);
+              output = headscan::eager_attention(q, k, v, padding, 0.0, r.causal, std::nullopt, kv_heads != heads,
+                                                 rule);
+            }
+            REQUIRE(output.sizes() == expected.sizes());
+            CHECK(output.scalar_type() == dtype);
+            // Padding rows that see no key: 0 in both (the reference's _safe_softmax, or the sink).
+            CHECK(max_difference(output, expected) < tolerance);
+            const at::Tensor whole = at::cat(blocks, /*dim=*/2);
+            REQUIRE(whole.sizes() == expected_probs.sizes());
+            CHECK(max_difference(whole, expected_probs) < tolerance);
           }
-          REQUIRE(output.sizes() == expected.sizes());
-          // Padding rows that see no key: 0 in both (the reference's _safe_softmax, or the sink).
-          CHECK(max_difference(output, expected) < 1e-5);
-          const at::Tensor whole = at::cat(blocks, /*dim=*/2);
-          REQUIRE(whole.sizes() == expected_probs.sizes());
-          CHECK(max_difference(whole, expected_probs) < 1e-5);
+          // Without the padding mask (a model exported without one): the rule alone.
+          const at::Tensor whole_keys = at::ones({batch, 1, 1, length}, at::kBool);
+          const auto [unpadded, unpadded_probs] =
+              reference(q.to(at::kFloat), k.to(at::kFloat), v.to(at::kFloat), whole_keys, r.causal, rule);
+          const AttentionCallback none;  // the scope keeps a reference to it
+          const CaptureScope scope(batch, length, none, nullptr, nullptr, 4);
+          CHECK(max_difference(headscan::eager_attention(q, k, v, std::nullopt, 0.0, r.causal, std::nullopt,
+                                                         kv_heads != heads, rule),
+                               unpadded) < tolerance);
         }
-        // Without the padding mask (a model exported without one): the rule alone.
-        const at::Tensor whole_keys = at::ones({batch, 1, 1, length}, at::kBool);
-        const auto [unpadded, unpadded_probs] = reference(q, k, v, whole_keys, r.causal, rule);
-        const AttentionCallback none;  // the scope keeps a reference to it
-        const CaptureScope scope(batch, length, none, nullptr, nullptr, 4);
-        CHECK(max_difference(headscan::eager_attention(q, k, v, std::nullopt, 0.0, r.causal, std::nullopt,
-                                                       kv_heads != heads, rule),
-                             unpadded) < 1e-5);
       }
     }
   }
