@@ -35,7 +35,9 @@ bool sees(const AttentionRule& rule, bool causal, const std::vector<bool>& paddi
   if (causal && j > i) return false;
   if (rule.window_left >= 0 && j < i - rule.window_left) return false;
   if (rule.window_right >= 0 && j > i + rule.window_right) return false;
-  if (rule.chunk > 0 && floor_div(j - left_padding, rule.chunk) != floor_div(i - left_padding, rule.chunk)) return false;
+  if (rule.chunk > 0 && floor_div(j - left_padding, rule.chunk) != floor_div(i - left_padding, rule.chunk)) {
+    return false;
+  }
   return true;
 }
 
