@@ -277,9 +277,8 @@ def longer(name, eager=None, **fields):
                             new_process=arch["new_process"], eager=eager)
 
 
-# Why `headscan export` keeps eager attention for the models whose attention has no SDPA form.
-SOFT_CAPPING = "soft-capping of the attention scores"
-NO_SDPA = "has no SDPA attention"
+# Why `headscan export` keeps eager attention for the models whose attention has no SDPA form
+# (Gemma 2's soft-capping and gpt-oss's sinks are headscan::attention.windowed's).
 DIFFERENTIAL = "more than once per map (differential attention)"
 # Why DeepSeek-V3.2 keeps SDPA attention's [B, 1, T, T] mask: its indexer reads the mask's rows.
 INDEXER_MASK = "its output with headscan's attention differs from eager attention's"
@@ -326,9 +325,9 @@ PT2_ARCHITECTURES = [
     # The architectures of hf.export_hf, windows small.
     longer("gpt2"), longer("llama"), longer("qwen2"), longer("gpt_neox"), longer("mixtral"), longer("bert"),
     longer("mistral", sliding_window=WINDOW), longer("gemma"),
-    longer("gemma2", eager=SOFT_CAPPING, sliding_window=WINDOW),
+    longer("gemma2", sliding_window=WINDOW),
     longer("phi3"), longer("qwen3_moe"), longer("olmoe"), longer("deepseek_v3"),
-    longer("gpt_oss", eager=NO_SDPA, sliding_window=WINDOW), longer("modernbert", local_attention=WINDOW), longer("roberta"),
+    longer("gpt_oss", sliding_window=WINDOW), longer("modernbert", local_attention=WINDOW), longer("roberta"),
     longer("bert_no_head"),
     # Newer families: sliding and global layers, chunked attention, layers without RoPE, MLA with a
     # sparse indexer, differential attention.

@@ -10,7 +10,7 @@ import torch
 
 from . import ExportError, ExportInputError, checks, deepseek, headscan_attention, headscan_json, memory
 from .model import example_rows, lm_head_rows, missing_outputs, padded_batch
-from .ops import define
+from .ops import attentions, define
 from .program import exported_program
 from .pt2 import Recorder, check_lengths, check_padding, check_rows, check_shapes
 
@@ -250,8 +250,8 @@ def attention_kind(ep, model):
     rewritten), "eager" when every one follows the model's own softmax, else "headscan and eager" or
     "sdpa and eager"."""
     observe, attention = define()
-    targets = {node.target for node in ep.graph_module.graph.nodes
-               if node.op == "call_function" and node.target in (observe, attention)}
+    targets = {attention if node.target in attentions() else node.target for node in ep.graph_module.graph.nodes
+               if node.op == "call_function" and (node.target is observe or node.target in attentions())}
     config = getattr(model, "config", None)
     computed = "headscan" if getattr(config, "_attn_implementation", None) == headscan_attention.NAME else "sdpa"
     return {frozenset([attention]): computed, frozenset([observe]): "eager"}.get(frozenset(targets),
