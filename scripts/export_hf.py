@@ -78,7 +78,7 @@ from _export.command import add_model_options, exit_code  # noqa: E402
 from _export.metadata import (choose_bos, choose_max_length, default_name, load_tokenizer_json,  # noqa: E402
                               unpadded_tokenizer)
 from _export.model import (AllRows, IdsOnly, LogitsOnly, RowsIdsOnly, RowsLogitsOnly, check_size, example_rows, load_model,  # noqa: E402
-                           missing_outputs, padded_batch, read_config, refuse_encoder_decoder)
+                           missing_outputs, padded_batch, read_config, refuse_family)
 
 
 def parse_args(argv):
@@ -118,7 +118,7 @@ def export(args):
     warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
 
     config = read_config(args.model_dir, args.trust_remote_code)
-    refuse_encoder_decoder(config, ExportError)
+    refuse_family(config, ExportError)
     check_size(config, args.dtype)
     tokenizer_text, tokenizer_source = load_tokenizer_json(args.model_dir, args.tokenizer, args.trust_remote_code)
     tokenizer = unpadded_tokenizer(tokenizer_text)

@@ -178,14 +178,35 @@ at::Tensor attention(const at::Tensor& query, const at::Tensor& key, const at::T
   return eager_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
 }
 
+// headscan::attention.windowed: headscan::attention with a sliding window, attention chunks,
+// soft-capping and sinks (eager_attention.h, AttentionRule), as transformers' attention
+// implementation "headscan" calls it for the models whose masks and attention have them.
+at::Tensor windowed_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                              const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
+                              std::optional<double> scale, bool enable_gqa, std::int64_t /*layer*/,
+                              std::int64_t window_left, std::int64_t window_right, std::int64_t chunk,
+                              std::optional<double> softcap, const std::optional<at::Tensor>& sinks) {
+  AttentionRule rule;
+  rule.window_left = window_left;
+  rule.window_right = window_right;
+  rule.chunk = chunk;
+  rule.softcap = softcap;
+  if (sinks && sinks->defined()) rule.sinks = *sinks;
+  return eager_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, rule);
+}
+
 TORCH_LIBRARY(headscan, m) {
   m.def(torch::schema("headscan::observe_softmax(Tensor(a) probs, int dim) -> Tensor(a)",
                       c10::AliasAnalysisKind::FROM_SCHEMA),
         observe_softmax);
-  m.def(torch::schema(kEagerAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA), eager_attention);
+  using SdpaAttention = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                       const std::optional<at::Tensor>&, double, bool, std::optional<double>, bool);
+  m.def(torch::schema(kEagerAttentionSchema, c10::AliasAnalysisKind::FROM_SCHEMA),
+        static_cast<SdpaAttention>(eager_attention));
   m.def("headscan::observe(Tensor probs, int layer) -> Tensor");
   m.def("headscan::attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float dropout_p, "
         "bool is_causal, float? scale, bool enable_gqa, int layer) -> Tensor");
+  m.def(kWindowedAttentionSchema);
 }
 
 // The exported program's operators have explicit kernels for every backend
@@ -195,6 +216,7 @@ TORCH_LIBRARY(headscan, m) {
 TORCH_LIBRARY_IMPL(headscan, CompositeExplicitAutograd, m) {
   m.impl("observe", observe);
   m.impl("attention", attention);
+  m.impl("attention.windowed", windowed_attention);
 }
 
 }  // namespace

@@ -25,6 +25,13 @@ std::vector<std::int64_t> resized(at::IntArrayRef sizes, std::int64_t dim, std::
   return shape;
 }
 
+// The keys [first, end) a block of rows computes scores over.
+struct KeyRange {
+  std::int64_t first = 0;
+  std::int64_t end = 0;
+  std::int64_t size() const { return end - first; }
+};
+
 // One attention call, its operands prepared once for all blocks of query rows.
 struct AttentionCall {
   at::Tensor query;         // [..., H, L, E]
@@ -34,63 +41,120 @@ struct AttentionCall {
   double root = 1.0;        // √s
   std::int64_t group = 1;   // query heads per key/value head under enable_gqa, else 1
   bool is_causal = false;
+  AttentionRule rule;       // windows, chunks, soft-capping, sinks (eager_attention.h)
+  at::Tensor left_padding;  // under chunks with a mask: the leading hidden keys, [..., 1, 1] int64
 
-  // The keys a block of `count` rows from `first_row` can see: under the causal rule (key j hidden
-  // from query i when j > i) the first first_row + count, else all S. The scores, the softmax and
-  // A·V of a block are computed over those keys only; the probabilities of the others are 0.
-  std::int64_t visible_keys(std::int64_t first_row, std::int64_t count) const {
+  // The keys a block of `count` rows from `first_row` can see, a range of the S keys: from the
+  // first key of the earliest row's window or chunk (row r's chunk starts after r − chunk, whatever
+  // the padding), to the last row under the causal rule (key j hidden from query i when j > i) or
+  // its right window or chunk. The scores, the softmax and A·V of a block are computed over those
+  // keys only; the probabilities of the others are 0.
+  KeyRange visible_keys(std::int64_t first_row, std::int64_t count) const {
     const std::int64_t keys = scaled_keys.size(-1);
-    return is_causal ? std::min(keys, first_row + count) : keys;
+    const std::int64_t last_row = first_row + count - 1;
+    KeyRange range{0, keys};
+    if (rule.window_left >= 0) range.first = std::max(range.first, first_row - rule.window_left);
+    if (rule.chunk > 0) range.first = std::max(range.first, first_row - (rule.chunk - 1));
+    if (is_causal) range.end = std::min(range.end, last_row + 1);
+    if (rule.window_right >= 0) range.end = std::min(range.end, last_row + rule.window_right + 1);
+    if (rule.chunk > 0) range.end = std::min(range.end, last_row + rule.chunk);
+    range.first = std::min(range.first, keys);
+    range.end = std::max(range.end, range.first);
+    return range;
   }
 
-  // Scores of one block of query rows `rows` [..., H, Q, E] over the first `keys` keys,
-  // [..., H, Q, keys]: under GQA the G query heads of one key/value head are stacked along the
-  // rows, [..., Hk, G·Q, E] · [..., Hk, E, keys], so K is never copied per query head.
-  at::Tensor scores(const at::Tensor& rows, std::int64_t keys) const {
+  // Scores of one block of query rows `rows` [..., H, Q, E] over the keys `range`,
+  // [..., H, Q, range.size()]: under GQA the G query heads of one key/value head are stacked along
+  // the rows, [..., Hk, G·Q, E] · [..., Hk, E, keys], so K is never copied per query head.
+  // Soft-capped when the rule says so.
+  at::Tensor scores(const at::Tensor& rows, KeyRange range) const {
     const at::Tensor block = rows * root;
-    const at::Tensor visible = keys < scaled_keys.size(-1) ? scaled_keys.narrow(-1, 0, keys) : scaled_keys;
-    if (group == 1) return at::matmul(block, visible);
-    const at::Tensor scores = at::matmul(stacked_rows(block), visible);  // [..., Hk, G·Q, keys]
-    return scores.view(resized(resized(scores.sizes(), -3, scores.size(-3) * group), -2, rows.size(-2)));
+    const at::Tensor visible = range.size() < scaled_keys.size(-1)
+                                   ? scaled_keys.narrow(-1, range.first, range.size())
+                                   : scaled_keys;
+    at::Tensor scores;
+    if (group == 1) {
+      scores = at::matmul(block, visible);
+    } else {
+      scores = at::matmul(stacked_rows(block), visible);  // [..., Hk, G·Q, keys]
+      scores = scores.view(resized(resized(scores.sizes(), -3, scores.size(-3) * group), -2, rows.size(-2)));
+    }
+    if (rule.softcap) scores = at::tanh(scores / *rule.softcap) * *rule.softcap;
+    return scores;
   }
 
   // The block's probabilities [..., H, Q, S]: masked scores, softmax over the keys the rows can see,
   // 0 on the others; a row that sees no key is all 0, as _safe_softmax gives it. Without attn_mask
-  // every row sees a key (key 0, under the causal rule), so the plain softmax gives those values.
-  // With a bool mask the rows that see none are read off the mask (a block of it is H times smaller
-  // than the scores) and zeroed after the plain softmax, which left them NaN: _safe_softmax's values
-  // without its two passes over the scores. A float mask takes _safe_softmax.
+  // and without windows every row sees a key (key 0, under the causal rule), so the plain softmax
+  // gives those values. Otherwise the rows that see none are read off the rule and the mask (a
+  // block of them is H times smaller than the scores) and zeroed after the plain softmax, which
+  // left them NaN: _safe_softmax's values without its two passes over the scores. A float mask
+  // takes _safe_softmax. With sinks, each head's sink is one more logit of the softmax, dropped
+  // after it (a row that sees no key gives all to its sink: 0 on the keys).
   at::Tensor probabilities(const at::Tensor& rows, std::int64_t first_row) const {
     const std::int64_t count = rows.size(-2);
-    const std::int64_t keys = visible_keys(first_row, count);
-    const at::Tensor scores = masked(this->scores(rows, keys), first_row);
+    const KeyRange range = visible_keys(first_row, count);
+    const at::Tensor scores = masked(this->scores(rows, range), first_row, range);
     at::Tensor probs;
-    if (keys == 0 || (mask.defined() && mask.scalar_type() != at::kBool)) {
+    if (rule.sinks.defined()) {
+      const std::int64_t heads = scores.size(-3);
+      TORCH_CHECK(rule.sinks.dim() == 1 && rule.sinks.size(0) == heads, "attention sinks must be [", heads,
+                  "] (one per query head), got ", rule.sinks.sizes());
+      const at::Tensor sink = rule.sinks.to(scores.scalar_type()).view({heads, 1, 1}).expand(
+          resized(scores.sizes(), -1, 1));
+      probs = at::softmax(at::cat({scores, sink}, /*dim=*/-1), /*dim=*/-1).narrow(-1, 0, range.size());
+    } else if (range.size() == 0 || (mask.defined() && mask.scalar_type() != at::kBool)) {
       probs = at::_safe_softmax(scores, /*dim=*/-1);
     } else {
       probs = at::softmax(scores, /*dim=*/-1);
-      if (mask.defined()) {
-        at::Tensor seen = block_mask(first_row, count, keys);  // bool, broadcastable to [..., Q, keys]
-        if (is_causal && first_row < keys) {
-          const at::Tensor ahead = at::ones({count, keys}, seen.options()).triu(/*diagonal=*/first_row + 1);
-          seen = seen.logical_and(ahead.logical_not());
-        }
+      if (mask.defined() || windowed()) {
+        at::Tensor seen = mask.defined() ? block_mask(first_row, count, range) : at::Tensor();
+        const at::Tensor hidden = hidden_keys(first_row, count, range);
+        if (hidden.defined()) seen = seen.defined() ? seen.logical_and(hidden.logical_not()) : hidden.logical_not();
         const at::Tensor blind = seen.any(/*dim=*/-1, /*keepdim=*/true).logical_not();
         // On the CPU the check is free and spares the pass; a GPU would wait for it.
         if (!probs.is_cpu() || blind.any().item<bool>()) probs = probs.masked_fill(blind, 0.0);
       }
     }
-    const std::int64_t hidden = scaled_keys.size(-1) - keys;
-    return hidden > 0 ? at::constant_pad_nd(probs, {0, hidden}, 0.0) : probs;
+    const std::int64_t before = range.first;
+    const std::int64_t after = scaled_keys.size(-1) - range.end;
+    if (before > 0 || after > 0) return at::constant_pad_nd(probs, {before, after}, 0.0);
+    return rule.sinks.defined() ? probs.contiguous() : probs;
   }
 
-  // attn_mask's rows of a block of `count` rows from `first_row` and its first `keys` columns (dims
-  // of size 1 stay broadcast).
-  at::Tensor block_mask(std::int64_t first_row, std::int64_t count, std::int64_t keys) const {
+  // Whether a window or chunk bounds the keys (beyond the causal rule).
+  bool windowed() const { return rule.window_left >= 0 || rule.window_right >= 0 || rule.chunk > 0; }
+
+  // attn_mask's rows of a block of `count` rows from `first_row` and its columns `range` (dims of
+  // size 1 stay broadcast).
+  at::Tensor block_mask(std::int64_t first_row, std::int64_t count, KeyRange range) const {
     at::Tensor block = mask;
     if (mask.dim() >= 2 && mask.size(-2) != 1) block = block.narrow(-2, first_row, count);
-    if (mask.dim() >= 1 && mask.size(-1) != 1 && keys < mask.size(-1)) block = block.narrow(-1, 0, keys);
+    if (mask.dim() >= 1 && mask.size(-1) != 1 && range.size() < mask.size(-1)) {
+      block = block.narrow(-1, range.first, range.size());
+    }
     return block;
+  }
+
+  // The keys of `range` the rule hides from a block of `count` rows from `first_row`: bool
+  // [Q, keys] (true: hidden), [..., Q, keys] when chunks depend on the sequences' left padding;
+  // undefined when the rule hides none (no causal rule, window or chunk).
+  at::Tensor hidden_keys(std::int64_t first_row, std::int64_t count, KeyRange range) const {
+    if (!is_causal && !windowed()) return at::Tensor();
+    const at::TensorOptions positions = at::TensorOptions().dtype(at::kLong).device(scaled_keys.device());
+    const at::Tensor row = at::arange(first_row, first_row + count, positions).unsqueeze(-1);  // [Q, 1]
+    const at::Tensor key = at::arange(range.first, range.end, positions).unsqueeze(0);          // [1, keys]
+    at::Tensor hidden;
+    const auto hide = [&hidden](const at::Tensor& more) { hidden = hidden.defined() ? hidden.logical_or(more) : more; };
+    if (is_causal) hide(key > row);
+    if (rule.window_left >= 0) hide(key < row - rule.window_left);
+    if (rule.window_right >= 0) hide(key > row + rule.window_right);
+    if (rule.chunk > 0) {
+      const at::Tensor key_at = left_padding.defined() ? key - left_padding : key;
+      const at::Tensor row_at = left_padding.defined() ? row - left_padding : row;
+      hide(at::div(key_at, rule.chunk, "floor").ne(at::div(row_at, rule.chunk, "floor")));
+    }
+    return hidden;
   }
 
   // A·V of one block of probabilities [..., H, Q, S] from `first_row`: [..., H, Q, Ev]. With
@@ -98,10 +162,10 @@ struct AttentionCall {
   // the rows cannot see) only the visible keys' values are read.
   at::Tensor outputs(const at::Tensor& probs, std::int64_t first_row, bool causal_zeros) const {
     const std::int64_t rows = probs.size(-2);
-    const std::int64_t keys = causal_zeros ? visible_keys(first_row, rows) : probs.size(-1);
-    const bool narrowed = keys < probs.size(-1);
-    const at::Tensor weights = narrowed ? probs.narrow(-1, 0, keys) : probs;
-    const at::Tensor read = narrowed ? values.narrow(-2, 0, keys) : values;
+    const KeyRange range = causal_zeros ? visible_keys(first_row, rows) : KeyRange{0, probs.size(-1)};
+    const bool narrowed = range.size() < probs.size(-1);
+    const at::Tensor weights = narrowed ? probs.narrow(-1, range.first, range.size()) : probs;
+    const at::Tensor read = narrowed ? values.narrow(-2, range.first, range.size()) : values;
     if (group == 1) return at::matmul(weights, read);
     const at::Tensor out = at::matmul(stacked_rows(weights), read);  // [..., Hk, G·Q, Ev]
     return out.view(resized(resized(out.sizes(), -3, out.size(-3) * group), -2, rows));
@@ -114,21 +178,27 @@ struct AttentionCall {
     return grouped.reshape(resized(resized(rows.sizes(), -3, heads / group), -2, group * rows.size(-2)));
   }
 
-  // The block's scores over its visible keys (the first scores.size(-1)) masked as the math backend
-  // masks them: −inf above the causal diagonal (key j hidden from query i when j > i, positions
-  // absolute: only the keys from first_row on can be), then attn_mask's rows and visible columns of
-  // the block (bool: −inf where false; float: added), in place when the mask broadcasts to the block.
-  at::Tensor masked(at::Tensor scores, std::int64_t first_row) const {
+  // The block's scores over its visible keys `range` masked as the math backend masks them: −inf
+  // where the rule hides a key (hidden_keys: the causal rule, positions absolute, the windows and
+  // chunks), then attn_mask's rows and visible columns of the block (bool: −inf where false; float:
+  // added), in place when the mask broadcasts to the block.
+  at::Tensor masked(at::Tensor scores, std::int64_t first_row, KeyRange range) const {
     constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
     const std::int64_t rows = scores.size(-2);
-    const std::int64_t keys = scores.size(-1);
-    if (is_causal && first_row < keys) {
-      const at::Tensor hidden = at::ones({rows, keys - first_row}, scores.options().dtype(at::kBool))
-                                    .triu(/*diagonal=*/1);
-      scores.narrow(-1, first_row, keys - first_row).masked_fill_(hidden, minus_infinity);
+    if (is_causal && !windowed() && range.first == 0) {
+      // The causal rule alone: only the keys from first_row on can be hidden.
+      const std::int64_t keys = range.end;
+      if (first_row < keys) {
+        const at::Tensor hidden = at::ones({rows, keys - first_row}, scores.options().dtype(at::kBool))
+                                      .triu(/*diagonal=*/1);
+        scores.narrow(-1, first_row, keys - first_row).masked_fill_(hidden, minus_infinity);
+      }
+    } else if (const at::Tensor hidden = hidden_keys(first_row, rows, range); hidden.defined()) {
+      const bool in_place = at::infer_size(hidden.sizes(), scores.sizes()) == scores.sizes();
+      scores = in_place ? scores.masked_fill_(hidden, minus_infinity) : scores.masked_fill(hidden, minus_infinity);
     }
     if (!mask.defined()) return scores;
-    const at::Tensor block_mask = this->block_mask(first_row, rows, keys);
+    const at::Tensor block_mask = this->block_mask(first_row, rows, range);
     const bool in_place = at::infer_size(block_mask.sizes(), scores.sizes()) == scores.sizes();
     if (block_mask.scalar_type() == at::kBool) {
       const at::Tensor hidden = block_mask.logical_not();
@@ -178,6 +248,12 @@ class RecomputedAttention : public torch::autograd::Function<RecomputedAttention
     context->saved_data["root"] = call->root;
     context->saved_data["group"] = call->group;
     context->saved_data["is_causal"] = call->is_causal;
+    context->saved_data["window_left"] = call->rule.window_left;
+    context->saved_data["window_right"] = call->rule.window_right;
+    context->saved_data["chunk"] = call->rule.chunk;
+    context->saved_data["softcap"] = call->rule.softcap ? at::IValue(*call->rule.softcap) : at::IValue();
+    context->saved_data["sinks"] = call->rule.sinks;
+    context->saved_data["left_padding"] = call->left_padding;
     context->saved_data["rows"] = blocks->rows();
     context->saved_data["batch"] = batch;
     return output;
@@ -197,6 +273,16 @@ class RecomputedAttention : public torch::autograd::Function<RecomputedAttention
     call.root = context->saved_data["root"].toDouble();
     call.group = context->saved_data["group"].toInt();
     call.is_causal = context->saved_data["is_causal"].toBool();
+    call.rule.window_left = context->saved_data["window_left"].toInt();
+    call.rule.window_right = context->saved_data["window_right"].toInt();
+    call.rule.chunk = context->saved_data["chunk"].toInt();
+    if (const at::IValue& softcap = context->saved_data["softcap"]; softcap.isDouble()) {
+      call.rule.softcap = softcap.toDouble();
+    }
+    if (const at::IValue& sinks = context->saved_data["sinks"]; sinks.isTensor()) call.rule.sinks = sinks.toTensor();
+    if (const at::IValue& padding = context->saved_data["left_padding"]; padding.isTensor()) {
+      call.left_padding = padding.toTensor();
+    }
     const std::int64_t rows = context->saved_data["rows"].toInt();
     const std::int64_t batch = context->saved_data["batch"].toInt();
 
@@ -252,6 +338,12 @@ class RecomputedAttention : public torch::autograd::Function<RecomputedAttention
 at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                            const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
                            std::optional<double> scale, bool enable_gqa) {
+  return eager_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, AttentionRule{});
+}
+
+at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                           const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
+                           std::optional<double> scale, bool enable_gqa, const AttentionRule& rule) {
   TORCH_CHECK(query.dim() >= 2 && key.dim() == query.dim() && value.dim() == query.dim(),
               "scaled_dot_product_attention: query, key and value must have the same rank (≥ 2), got ",
               query.sizes(), ", ", key.sizes(), " and ", value.sizes());
@@ -261,10 +353,13 @@ at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const
         "is random; export the model in eval mode (model.eval()), where Hugging Face models pass 0",
         dropout_p));
   }
+  TORCH_CHECK(!rule.softcap || *rule.softcap > 0.0, "attention soft-capping must be positive, got ",
+              rule.softcap.value_or(0.0));
   AttentionCall call;
   call.query = query;
   call.values = value;
   call.is_causal = is_causal;
+  call.rule = rule;
   if (enable_gqa && query.dim() >= 3 && key.size(-3) != query.size(-3)) {
     TORCH_CHECK(key.size(-3) > 0 && query.size(-3) % key.size(-3) == 0,
                 "scaled_dot_product_attention with enable_gqa: query heads (", query.size(-3),
@@ -282,6 +377,14 @@ at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const
     TORCH_CHECK(call.mask.dim() < 2 || call.mask.size(-2) == 1 || call.mask.size(-2) == length,
                 "scaled_dot_product_attention: attn_mask ", call.mask.sizes(), " does not broadcast to ",
                 length, " query rows");
+  }
+  if (rule.chunk > 0 && call.mask.defined()) {
+    // Chunks count from each sequence's first key (transformers' create_chunked_causal_mask: the
+    // 2-D mask's leading zeros), read off the keys' padding.
+    TORCH_CHECK(call.mask.scalar_type() == at::kBool && (call.mask.dim() < 2 || call.mask.size(-2) == 1),
+                "attention chunks take the keys' padding as a boolean mask [..., 1, S], got ",
+                call.mask.scalar_type(), " ", call.mask.sizes());
+    call.left_padding = call.mask.cumsum(/*dim=*/-1).eq(0).sum(/*dim=*/-1, /*keepdim=*/true);
   }
 
   // The probabilities' shape, [..., H, L, S] (the operands' batch dimensions and the mask's
@@ -304,7 +407,9 @@ at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const
   const bool differentiated =
       at::GradMode::is_enabled() && (query.requires_grad() || key.requires_grad() || value.requires_grad() ||
                                      (head_scale.defined() && head_scale.requires_grad()));
-  if (differentiated && rows < length && !blocks.edits() && !(call.mask.defined() && call.mask.requires_grad())) {
+  const bool constant_operands = !(call.mask.defined() && call.mask.requires_grad()) &&
+                                 !(rule.sinks.defined() && rule.sinks.requires_grad());
+  if (differentiated && rows < length && !blocks.edits() && constant_operands) {
     // Function::apply takes defined tensors only: no scale is an empty one.
     return RecomputedAttention::apply(query, key, value,
                                       head_scale.defined() ? head_scale : at::empty({0}, query.options()), &call,

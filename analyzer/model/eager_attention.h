@@ -17,7 +17,24 @@
 // computation. A gradient through several blocks (the importance pass's head scales) is taken
 // block by block: the backward recomputes each block's probabilities from q, k, v rather than
 // keeping them all. Shapes as the op's: q [..., H, L, E], k [..., Hk, S, E], v [..., Hk, S, Ev].
+//
+// The windowed form (headscan::attention.windowed, AttentionRule) adds what transformers' mask
+// functions and eager attentions compute beyond SDPA, per block: a block of rows computes scores
+// only over the keys its rows can see (a range [first, end) of the S keys) and its probabilities
+// are 0 on the others:
+//   window_left ≥ 0   key j hidden from query i when j < i − window_left
+//                     (sliding_window_causal_mask_function(W): window_left = W − 1)
+//   window_right ≥ 0  key j hidden from query i when j > i + window_right
+//                     (sliding_window_bidirectional_mask_function(W): both windows W)
+//   chunk > 0         key j hidden from query i when (j − p) div chunk ≠ (i − p) div chunk, p the
+//                     sequence's left padding (its leading false keys in a boolean attn_mask,
+//                     0 without one), as chunked_causal_mask_function(chunk, left_padding)
+//   softcap           scores = tanh(scores / softcap) · softcap after scaling, before masking
+//                     (Gemma 2's eager attention)
+//   sinks [H]         one more logit per head in the softmax, dropped after it (gpt-oss's eager
+//                     attention): A = softmax([scores, sink_h])[..., :S]
 
+#include <cstdint>
 #include <optional>
 
 #include <ATen/core/Tensor.h>
@@ -30,10 +47,30 @@ inline constexpr const char* kEagerAttentionSchema =
     "headscan::eager_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float dropout_p, "
     "bool is_causal, float? scale, bool enable_gqa) -> Tensor";
 
+// The windowed form's rules beyond SDPA's (above); the defaults are SDPA's attention.
+struct AttentionRule {
+  std::int64_t window_left = -1;   // < 0: no bound
+  std::int64_t window_right = -1;  // < 0: no bound
+  std::int64_t chunk = 0;          // ≤ 0: no chunks
+  std::optional<double> softcap;
+  at::Tensor sinks;                // undefined, or [H]
+};
+
+// The exported programs' windowed form (capture.cpp; headscan/_export/ops.py): headscan::attention's
+// arguments, then the rule's.
+inline constexpr const char* kWindowedAttentionSchema =
+    "headscan::attention.windowed(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float dropout_p, "
+    "bool is_causal, float? scale, bool enable_gqa, int layer, int window_left, int window_right, int chunk, "
+    "float? softcap, Tensor? sinks) -> Tensor";
+
 // PyTorch's math backend, without dropout (dropout_p other than 0 is InputError), in blocks of
 // query rows; equal to the unblocked computation up to the rounding of matmul's sums.
 at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                            const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
                            std::optional<double> scale, bool enable_gqa);
+// The same with `rule` applied (window_left, window_right, chunk, softcap, sinks as above).
+at::Tensor eager_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                           const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
+                           std::optional<double> scale, bool enable_gqa, const AttentionRule& rule);
 
 }  // namespace headscan

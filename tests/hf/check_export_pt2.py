@@ -17,10 +17,11 @@ for 512 tokens; sliding windows of 16 tokens, attention chunks of 32, linear att
   2. headscan.json's "layers": every layer of the model with its index, module path
      (...layers.N) and kind: `attention`, or for a hybrid's other layers `linear attention` or
      `state space`, as the architecture's `kinds` say; its "attention": "headscan" (headscan's
-     attention implementation: the program calls headscan::attention once per attention layer and
-     observes no softmax; Llama's and Qwen2's hold no [..., T, T] tensor, their calls take the
-     keys' padding [B, 1, 1, T], is_causal and the key/value heads unrepeated), or "eager" for the architectures whose attention has no SDPA form (Gemma 2's
-     soft-capping, gpt-oss's sinks, DiffLlama's differential attention), with the reason in
+     attention implementation: the program calls headscan::attention, or its windowed form, once
+     per attention layer and observes no softmax; the architectures of COMPACT_MASK hold no
+     [..., T, T] tensor, their calls take the keys' padding [B, 1, 1, T], the causal rule, the
+     windows and chunks, soft-capping and sinks their configs say, and the key/value heads
+     unrepeated), or "eager" for DiffLlama's differential attention, with the reason in
      "attention_reason" and on stderr (the program observes a softmax per attention layer);
   3. `headscan tokenize MODEL.pt2 CORPUS --max-length 300`: sequences of about 40 and 300 tokens
      and the rest of the long line, below and above every block size;
@@ -57,7 +58,7 @@ import torch
 
 sys.dont_write_bytecode = True
 
-from hf_models import CORPUS, PT2_ARCHITECTURES, PT2_BY_NAME, build_model_dir  # noqa: E402 (tests/hf/)
+from hf_models import ATTENTION_CHUNK, CORPUS, PT2_ARCHITECTURES, PT2_BY_NAME, WINDOW, build_model_dir  # noqa: E402
 from hf_references import compare_scores, reference_scores, special_ids  # noqa: E402
 from hf_tools import archive_file, run  # noqa: E402
 
@@ -67,9 +68,28 @@ MAX_LENGTH = 300  # --max-length: the long line's first window has 300 tokens (a
 # A line of about 40 tokens, the whole corpus twice as one line (a window of 300 tokens and the
 # rest) and a short one.
 PT2_CORPUS = [CORPUS[1] + " " + CORPUS[5], " ".join(CORPUS * 2), CORPUS[3]]
-# Architectures of causal attention without windows or chunks, Llama's with as many key/value heads as
-# query heads and Qwen2's with half: their program's attention takes no [T, T] mask.
-COMPACT_MASK = ("llama", "qwen2")
+# Architectures whose program's attention takes no [T, T] mask: {name: the rules of its calls,
+# {(is_causal, window_left, window_right, chunk, softcap, sinks)}}. Llama's with as many key/value
+# heads as query heads and Qwen2's with half; sliding windows of WINDOW tokens (transformers:
+# key j seen by query i when i - WINDOW < j <= i) in every layer (Mistral) or beside full layers;
+# ModernBERT's local layers, |i - j| <= local_attention / 2; Llama 4's chunks; Gemma 2's
+# soft-capping (50, its config's default); gpt-oss's sinks.
+CAUSAL = (True, -1, -1, 0, None, False)
+SLIDING = (True, WINDOW - 1, -1, 0, None, False)
+COMPACT_MASK = {
+    "llama": {CAUSAL}, "qwen2": {CAUSAL}, "mistral": {SLIDING},
+    "gemma2": {(True, WINDOW - 1, -1, 0, 50.0, False), (True, -1, -1, 0, 50.0, False)},
+    "gemma3": {SLIDING, CAUSAL}, "gemma4": {SLIDING, CAUSAL}, "cohere2": {SLIDING, CAUSAL},
+    "olmo3": {SLIDING, CAUSAL},
+    "gpt_oss": {(True, WINDOW - 1, -1, 0, None, True), (True, -1, -1, 0, None, True)},
+    "llama4": {(True, -1, -1, ATTENTION_CHUNK, None, False), CAUSAL},
+    "modernbert": {(False, WINDOW // 2, WINDOW // 2, 0, None, False), (False, -1, -1, 0, None, False)},
+}
+ATTENTION_OPS = ("torch.ops.headscan.attention.default", "torch.ops.headscan.attention.windowed")
+# Step 7: one window this long, beyond every length the export compared (its checks stop at 256 tokens
+# for these block sizes), within the models' positions (hf_models.PT2_POSITIONS).
+LONG_LENGTH = 1024
+LONG_LINE = " ".join(CORPUS * 8)
 TRANSFORMERS_LOCK = threading.Lock()  # one transformers model built at a time in this process
 
 
@@ -134,8 +154,16 @@ def program_graph(archive):
 def check_attention(arch, metadata, stderr, targets, attention_layers):
     """headscan.json's "attention" and the program's observers: headscan's attention implementation
     calling headscan::attention, or eager attention's observed softmaxes with the reason."""
-    attentions = targets.get("torch.ops.headscan.attention.default", 0)
+    attentions = sum(targets.get(op, 0) for op in ATTENTION_OPS)
     observers = targets.get("torch.ops.headscan.observe.default", 0)
+    if arch.get("sdpa"):
+        assert metadata.get("attention") == "sdpa" and arch["sdpa"] in metadata.get("attention_reason", ""), \
+            f"headscan.json attention {metadata.get('attention')!r} ({metadata.get('attention_reason')}), expected " \
+            f"sdpa because of {arch['sdpa']!r}"
+        assert attentions == len(attention_layers) and observers == 0, \
+            f"the program calls headscan::attention {attentions} times and observes {observers} softmaxes, " \
+            f"expected headscan::attention once per attention layer ({len(attention_layers)})"
+        return
     if arch["eager"] is None:
         assert metadata.get("attention") == "headscan" and "attention_reason" not in metadata, \
             f"headscan.json attention {metadata.get('attention')!r} ({metadata.get('attention_reason')}), " \
@@ -159,40 +187,47 @@ def tensor_sizes(graph, name):
 
 
 def attention_calls(graph):
-    """[(query sizes, key sizes, mask sizes or None, is_causal, enable_gqa)] of the program's
-    headscan::attention calls."""
+    """[(query sizes, key sizes, mask sizes or None, enable_gqa, (is_causal, window_left, window_right,
+    chunk, softcap, whether it takes sinks))] of the program's headscan::attention calls (the plain
+    form's rule: no window, chunk, soft-capping or sinks)."""
     def sizes(argument):
         tensor = argument["arg"].get("as_tensor")
         return None if tensor is None else tensor_sizes(graph, tensor["name"])
 
     calls = []
     for node in graph["nodes"]:
-        if node["target"] != "torch.ops.headscan.attention.default":
+        if node["target"] not in ATTENTION_OPS:
             continue
-        arguments = {argument["name"]: argument for argument in node["inputs"]}
-        calls.append((sizes(arguments["query"]), sizes(arguments["key"]), sizes(arguments["attn_mask"]),
-                      arguments["is_causal"]["arg"].get("as_bool"), arguments["enable_gqa"]["arg"].get("as_bool")))
+        arguments = {argument["name"]: argument["arg"] for argument in node["inputs"]}
+        rule = (arguments["is_causal"].get("as_bool"), arguments.get("window_left", {}).get("as_int", -1),
+                arguments.get("window_right", {}).get("as_int", -1), arguments.get("chunk", {}).get("as_int", 0),
+                arguments.get("softcap", {}).get("as_float"), "as_tensor" in arguments.get("sinks", {}))
+        calls.append((sizes({"arg": arguments["query"]}), sizes({"arg": arguments["key"]}),
+                      sizes({"arg": arguments["attn_mask"]}), arguments["enable_gqa"].get("as_bool"), rule))
     return calls
 
 
-def check_compact_mask(graph, kv_heads):
-    """An architecture of causal layers without windows: every headscan::attention takes the keys'
-    padding [B, 1, 1, T] (no [T, T] mask) and the causal rule, and the key/value heads as the model
-    computes them (enable_gqa where they are fewer than the query heads, no copies); no tensor of the
-    program is [..., T, T]."""
+def check_compact_mask(graph, kv_heads, rules):
+    """Every headscan::attention takes the keys' padding [B, 1, 1, T] (no [T, T] mask), the rules
+    `rules` (the causal rule, windows, chunks, soft-capping, sinks: each one some layer's, every
+    layer's one of them), and the key/value heads as the model computes them (enable_gqa where they
+    are fewer than the query heads, no copies); no tensor of the program is [..., T, T]."""
     calls = attention_calls(graph)
     lengths = {query[2] for query, *_ in calls}
     squares = [name for name in graph["tensor_values"]
                if any(tensor_sizes(graph, name).count(length) > 1 for length in lengths)]
     assert not squares, f"the program holds [..., T, T] tensors: {squares[:5]}"
-    for query, key, mask, is_causal, enable_gqa in calls:
+    found = set()
+    for query, key, mask, enable_gqa, rule in calls:
         length = query[2]
-        assert mask is not None and mask[-2] == 1 and mask[-1] == length and is_causal, \
-            f"headscan::attention takes a mask {mask} (queries {query}), is_causal {is_causal}: expected the keys' " \
-            f"padding [B, 1, 1, {length}] and the causal rule"
+        assert mask is not None and mask[-2] == 1 and mask[-1] == length, \
+            f"headscan::attention takes a mask {mask} (queries {query}): expected the keys' padding [B, 1, 1, {length}]"
         assert key[1] == kv_heads and enable_gqa == (key[1] != query[1]), \
             f"headscan::attention takes {key[1]} key heads for {query[1]} query heads (enable_gqa {enable_gqa}), " \
             f"expected the model's {kv_heads} key/value heads, unrepeated"
+        found.add(rule)
+    assert found == rules, f"headscan::attention's rules (is_causal, window_left, window_right, chunk, softcap, " \
+                           f"sinks) {sorted(found, key=str)}, expected {sorted(rules, key=str)}"
 
 
 def observed_heads(archive, records, specials, causal):
@@ -223,12 +258,13 @@ def check(arch, headscan, corpus, work, observers, exporters):
     metadata = json.loads(archive_file(archive, "headscan.json"))
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         config = json.load(f)
-    n_layers = config.get("num_hidden_layers", config.get("n_layer"))
+    n_layers = config.get("num_hidden_layers", config.get("n_layer", config.get("n_layers")))
     attention_layers = check_layers(arch, metadata.get("layers") or [], n_layers)
     graph = program_graph(archive)
     check_attention(arch, metadata, stderr, program_targets(graph), attention_layers)
     if arch["name"] in COMPACT_MASK:
-        check_compact_mask(graph, config["num_key_value_heads"])
+        check_compact_mask(graph, config.get("num_key_value_heads", config["num_attention_heads"]),
+                           COMPACT_MASK[arch["name"]])
     assert metadata.get("causal") == arch["causal"], f"headscan.json causal {metadata.get('causal')}"
 
     max_length = str(arch["max_length"] or MAX_LENGTH)
@@ -244,7 +280,7 @@ def check(arch, headscan, corpus, work, observers, exporters):
     else:
         shutil.rmtree(report, ignore_errors=True)
         run([headscan, archive, corpus, "-o", report, "--max-length", max_length, "--parser", "none",
-             "--no-html", "--no-plots", "-q", "--threads", "1"], "headscan")
+             "--no-html", "--no-plots", "-q", "--threads", "1", *arch.get("run_options", ())], "headscan")
         with open(os.path.join(report, "heads.json"), encoding="utf-8") as f:
             heads = json.load(f)
         model = heads["model"]
@@ -262,7 +298,36 @@ def check(arch, headscan, corpus, work, observers, exporters):
     assert found == expected and len(heads["heads"]) == len(expected), \
         f"heads (layer, head) {found[:8]}..., expected {expected[:8]}... ({len(expected)})"
     worst = compare_scores(heads, reference, TOLERANCE)
+    if not observers and not arch["max_length"]:
+        long_worst = check_long(arch, headscan, archive, work, attention_layers, special_ids(tokenizer_json))
+        worst = {score: max(value, long_worst[score]) for score, value in worst.items()}
     return worst
+
+
+def check_long(arch, headscan, archive, work, attention_layers, specials):
+    """Step 7: the same on a window of LONG_LENGTH tokens (and the rest of its line), beyond the
+    lengths the export compared: every head's scores within TOLERANCE of transformers' on it."""
+    model_dir, _, report = paths(arch, work)
+    folder = os.path.dirname(archive)
+    corpus = os.path.join(folder, "long.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write(LONG_LINE + "\n")
+    length = str(LONG_LENGTH)
+    records = [json.loads(line) for line in run([headscan, "tokenize", archive, corpus, "--max-length", length],
+                                                "headscan tokenize").splitlines() if line.strip()]
+    assert len(records[0]["ids"]) == LONG_LENGTH, f"the long line's first window has {len(records[0]['ids'])} tokens"
+    long_report = report + "-long"
+    shutil.rmtree(long_report, ignore_errors=True)
+    run([headscan, archive, corpus, "-o", long_report, "--max-length", length, "--parser", "none", "--no-html",
+         "--no-plots", "-q", "--threads", "1", "--probes", "none", *arch.get("run_options", ())], "headscan (long)")
+    with open(os.path.join(long_report, "heads.json"), encoding="utf-8") as f:
+        heads = json.load(f)
+    with TRANSFORMERS_LOCK:
+        reference, _, _ = reference_scores(model_dir, records, specials, arch["causal"], attention_layers)
+    try:
+        return compare_scores(heads, reference, TOLERANCE)
+    except AssertionError as e:
+        raise AssertionError(f"at {LONG_LENGTH} tokens: {e}") from None
 
 
 def main(argv):

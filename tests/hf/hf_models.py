@@ -227,7 +227,7 @@ def build_model_dir(arch, model_dir):
 # cross them. `kinds`: every layer's kind as heads.json's model.layers must say it (None: every
 # layer is attention); `refusal`: `headscan export` must exit 2 with this text in its message.
 
-PT2_POSITIONS = 512
+PT2_POSITIONS = 1024
 WINDOW = 16
 ATTENTION_CHUNK = 32
 SSM_CHUNK = 32
@@ -247,16 +247,19 @@ DATA_DEPENDENT = "data-dependent control flow"
 
 
 def pt2_architecture(name, cls, style, config, *, bos, causal=True, kinds=None, refusal=None, new_process=False,
-                     max_length=None, eager=None):
+                     max_length=None, eager=None, sdpa=None, run_options=()):
     """max_length: `headscan export --max-length N`, and the longest sequence analysed (default 300).
     eager: the reason `headscan export` loads the model with eager attention (a text of it), or
-    None where it keeps transformers' SDPA attention."""
+    None where it keeps transformers' SDPA attention. sdpa: the reason it keeps transformers' SDPA
+    attention rather than headscan's implementation (a text of it), or None."""
     arch = architecture(name, cls, style, config, causal=causal, bos=bos, refusal=refusal, refusal_exit=2,
                         new_process=new_process, positions=PT2_POSITIONS,
                         options=["--max-length", str(max_length)] if max_length else ())
     arch["kinds"] = kinds
     arch["max_length"] = max_length
     arch["eager"] = eager
+    arch["sdpa"] = sdpa
+    arch["run_options"] = list(run_options)
     return arch
 
 
@@ -274,10 +277,17 @@ def longer(name, eager=None, **fields):
                             new_process=arch["new_process"], eager=eager)
 
 
-# Why `headscan export` keeps eager attention for the models whose attention has no SDPA form.
-SOFT_CAPPING = "soft-capping of the attention scores"
-NO_SDPA = "has no SDPA attention"
+# Why `headscan export` keeps eager attention for the models whose attention has no SDPA form
+# (Gemma 2's soft-capping and gpt-oss's sinks are headscan::attention.windowed's).
 DIFFERENTIAL = "more than once per map (differential attention)"
+# Why DeepSeek-V3.2 keeps SDPA attention's [B, 1, T, T] mask: its indexer reads the mask's rows.
+INDEXER_MASK = "its output with headscan's attention differs from eager attention's"
+# DeepSeek-V3.2's indexer keeps each query's top-k keys by index score, whose ties (many in a tiny
+# random model: a sum over 2 heads of relu(q·k)) topk breaks by the row's width: a sequence padded in
+# a batch may keep other keys than alone, in transformers as in the program. The reference is each
+# sequence alone, so the analysis runs one sequence per call.
+UNBATCHED = ("--batch-size", "1")
+COMPRESSED_KEYS = "attend to compressed entries of the sequence, not to its tokens"
 
 
 def text_config(config_name, **fields):
@@ -329,9 +339,9 @@ PT2_ARCHITECTURES = [
     # The architectures of hf.export_hf, windows small.
     longer("gpt2"), longer("llama"), longer("qwen2"), longer("gpt_neox"), longer("mixtral"), longer("bert"),
     longer("mistral", sliding_window=WINDOW), longer("gemma"),
-    longer("gemma2", eager=SOFT_CAPPING, sliding_window=WINDOW),
+    longer("gemma2", sliding_window=WINDOW),
     longer("phi3"), longer("qwen3_moe"), longer("olmoe"), longer("deepseek_v3"),
-    longer("gpt_oss", eager=NO_SDPA, sliding_window=WINDOW), longer("modernbert", local_attention=WINDOW), longer("roberta"),
+    longer("gpt_oss", sliding_window=WINDOW), longer("modernbert", local_attention=WINDOW), longer("roberta"),
     longer("bert_no_head"),
     # Newer families: sliding and global layers, chunked attention, layers without RoPE, MLA with a
     # sparse indexer, differential attention.
@@ -362,7 +372,14 @@ PT2_ARCHITECTURES = [
                                  kv_lora_rank=16, q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8,
                                  v_head_dim=16, head_dim=8, index_topk=WINDOW, index_head_dim=16, index_n_heads=2,
                                  layer_types=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
-                     bos="<s>", refusal=DATA_DEPENDENT),
+                     bos="<s>", sdpa=INDEXER_MASK, run_options=UNBATCHED),
+    # DeepSeek-V4: compressed attention (its keys are compressed entries of the sequence) is refused.
+    pt2_architecture("deepseek_v4", "DeepseekV4ForCausalLM", "llama",
+                     text_config("DeepseekV4Config", head_dim=16, q_lora_rank=32, moe_intermediate_size=32,
+                                 n_routed_experts=4, num_experts_per_tok=2, o_groups=2, o_lora_rank=16,
+                                 index_n_heads=2, index_head_dim=16, index_topk=WINDOW, sliding_window=WINDOW,
+                                 layer_types=["sliding_attention", "compressed_sparse_attention"]),
+                     bos="<s>", refusal=COMPRESSED_KEYS),
     pt2_architecture("cohere2", "Cohere2ForCausalLM", "llama",
                      text_config("Cohere2Config", num_key_value_heads=2, head_dim=16, sliding_window=WINDOW,
                                  layer_types=["sliding_attention", "full_attention"]),
@@ -390,3 +407,94 @@ PT2_ARCHITECTURES = [
     pt2_architecture("falcon_h1", "FalconH1ForCausalLM", "llama", falcon_h1_config, bos="<s>"),
 ]
 PT2_BY_NAME = {a["name"]: a for a in PT2_ARCHITECTURES}
+
+
+# More of transformers' decoder and encoder families, each exported and analysed as above (the
+# README's architecture table lists them): attention in their own layouts (fused QKV, ALiBi,
+# multi-query, parallel blocks, partial rotary, QK norms, relative positions).
+# Falcon keeps transformers' SDPA attention ([B, 1, T, T] mask): transformers cannot switch its
+# attention after loading it. ALBERT runs one layer's module for every layer (shared weights), and
+# headscan numbers layers by module: refused.
+NOT_SWITCHED = "cannot switch FalconForCausalLM's attention after loading it"
+SHARED_LAYER = "has 2 attention softmaxes"
+
+
+WIDER_PT2_ARCHITECTURES = [
+    pt2_architecture("qwen3", "Qwen3ForCausalLM", "gpt2", text_config("Qwen3Config", num_key_value_heads=2, head_dim=16),
+                     bos="<|endoftext|>"),
+    pt2_architecture("olmo2", "Olmo2ForCausalLM", "gpt2", text_config("Olmo2Config", num_key_value_heads=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("granite", "GraniteForCausalLM", "gpt2", text_config("GraniteConfig", num_key_value_heads=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("stablelm", "StableLmForCausalLM", "gpt2", text_config("StableLmConfig", num_key_value_heads=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("phi", "PhiForCausalLM", "gpt2", text_config("PhiConfig", partial_rotary_factor=0.5),
+                     bos="<|endoftext|>"),
+    pt2_architecture("falcon", "FalconForCausalLM", "gpt2",
+                     lambda: ("FalconConfig", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                   max_position_embeddings=PT2_POSITIONS, initializer_range=0.25,
+                                                   multi_query=True, new_decoder_architecture=False)),
+                     bos="<|endoftext|>", sdpa=NOT_SWITCHED),
+    pt2_architecture("bloom", "BloomForCausalLM", "gpt2",
+                     lambda: ("BloomConfig", dict(hidden_size=64, n_layer=2, n_head=4, initializer_range=0.25)),
+                     bos="<|endoftext|>", eager=NO_SDPA),
+    pt2_architecture("gptj", "GPTJForCausalLM", "gpt2",
+                     lambda: ("GPTJConfig", dict(n_embd=64, n_layer=2, n_head=4, rotary_dim=8,
+                                                 n_positions=PT2_POSITIONS, initializer_range=0.25)),
+                     bos="<|endoftext|>", eager=NO_SDPA),
+    pt2_architecture("opt", "OPTForCausalLM", "gpt2",
+                     lambda: ("OPTConfig", dict(hidden_size=64, ffn_dim=128, num_hidden_layers=2, num_attention_heads=4,
+                                                word_embed_proj_dim=64, max_position_embeddings=PT2_POSITIONS,
+                                                init_std=0.25)),
+                     bos="<|endoftext|>"),
+    pt2_architecture("gpt_bigcode", "GPTBigCodeForCausalLM", "gpt2",
+                     lambda: ("GPTBigCodeConfig", dict(n_embd=64, n_layer=2, n_head=4, n_positions=PT2_POSITIONS,
+                                                       multi_query=True, initializer_range=0.25)),
+                     bos="<|endoftext|>"),
+    pt2_architecture("starcoder2", "Starcoder2ForCausalLM", "gpt2",
+                     text_config("Starcoder2Config", num_key_value_heads=2, sliding_window=WINDOW),
+                     bos="<|endoftext|>"),
+    pt2_architecture("cohere", "CohereForCausalLM", "llama", text_config("CohereConfig", num_key_value_heads=2),
+                     bos="<s>"),
+    pt2_architecture("glm4", "Glm4ForCausalLM", "gpt2", text_config("Glm4Config", num_key_value_heads=2, head_dim=16, pad_token_id=0),
+                     bos="<|endoftext|>"),
+    pt2_architecture("qwen2_moe", "Qwen2MoeForCausalLM", "gpt2",
+                     text_config("Qwen2MoeConfig", num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                                 moe_intermediate_size=32, shared_expert_intermediate_size=32),
+                     bos="<|endoftext|>"),
+    pt2_architecture("granitemoe", "GraniteMoeForCausalLM", "gpt2",
+                     text_config("GraniteMoeConfig", num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("nemotron", "NemotronForCausalLM", "gpt2",
+                     text_config("NemotronConfig", num_key_value_heads=2, partial_rotary_factor=0.5),
+                     bos="<|endoftext|>"),
+    pt2_architecture("ernie4_5", "Ernie4_5ForCausalLM", "gpt2", text_config("Ernie4_5Config", num_key_value_heads=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("seed_oss", "SeedOssForCausalLM", "gpt2",
+                     text_config("SeedOssConfig", num_key_value_heads=2, head_dim=16), bos="<|endoftext|>"),
+    pt2_architecture("apertus", "ApertusForCausalLM", "gpt2", text_config("ApertusConfig", num_key_value_heads=2),
+                     bos="<|endoftext|>"),
+    pt2_architecture("helium", "HeliumForCausalLM", "gpt2",
+                     text_config("HeliumConfig", num_key_value_heads=2, head_dim=16), bos="<|endoftext|>"),
+    pt2_architecture("distilbert", "DistilBertForMaskedLM", "bert",
+                     lambda: ("DistilBertConfig", dict(dim=64, hidden_dim=128, n_layers=2, n_heads=4,
+                                                       max_position_embeddings=PT2_POSITIONS, initializer_range=0.25)),
+                     bos="[CLS]", causal=False),
+    pt2_architecture("electra", "ElectraForMaskedLM", "bert",
+                     lambda: ("ElectraConfig", dict(SMALL, embedding_size=32, max_position_embeddings=PT2_POSITIONS)),
+                     bos="[CLS]", causal=False),
+    pt2_architecture("xlm_roberta", "XLMRobertaForMaskedLM", "roberta",
+                     lambda: ("XLMRobertaConfig", dict(SMALL, max_position_embeddings=PT2_POSITIONS + 2)),
+                     bos="<s>", causal=False),
+    pt2_architecture("albert", "AlbertForMaskedLM", "bert",
+                     lambda: ("AlbertConfig", dict(SMALL, embedding_size=32, max_position_embeddings=PT2_POSITIONS)),
+                     bos="[CLS]", causal=False, refusal=SHARED_LAYER),
+    pt2_architecture("deberta_v2", "DebertaV2ForMaskedLM", "bert",
+                     lambda: ("DebertaV2Config", dict(SMALL, max_position_embeddings=PT2_POSITIONS)),
+                     bos="[CLS]", causal=False, eager=NO_SDPA),
+    pt2_architecture("mpnet", "MPNetForMaskedLM", "roberta",
+                     lambda: ("MPNetConfig", dict(SMALL, max_position_embeddings=PT2_POSITIONS + 2)),
+                     bos="<s>", causal=False, eager=NO_SDPA),
+]
+PT2_ARCHITECTURES += WIDER_PT2_ARCHITECTURES
+PT2_BY_NAME.update({a["name"]: a for a in WIDER_PT2_ARCHITECTURES})

@@ -27,6 +27,9 @@ LIBRARY = torch.library.Library("headscan", "DEF")
 LIBRARY.define("observe(Tensor probs, int layer) -> Tensor")
 LIBRARY.define("attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float dropout_p, "
                "bool is_causal, float? scale, bool enable_gqa, int layer) -> Tensor")
+LIBRARY.define("attention.windowed(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float dropout_p, "
+               "bool is_causal, float? scale, bool enable_gqa, int layer, int window_left, int window_right, "
+               "int chunk, float? softcap, Tensor? sinks) -> Tensor")
 
 
 @torch.library.impl(LIBRARY, "observe", "CompositeExplicitAutograd")
@@ -37,17 +40,42 @@ def observe(probs, layer):
 
 @torch.library.impl(LIBRARY, "attention", "CompositeExplicitAutograd")
 def attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer):
+    return windowed(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer, -1, -1, 0, None, None)
+
+
+@torch.library.impl(LIBRARY, "attention.windowed", "CompositeExplicitAutograd")
+def windowed(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer, window_left, window_right,
+             chunk, softcap, sinks):
+    """transformers' masks written out: key j seen by query i when j <= i (causal), j >= i - window_left,
+    j <= i + window_right, j in i's chunk counted from the first real key; scores soft-capped before
+    masking; each head's sink one more logit of the softmax."""
     if enable_gqa and key.shape[-3] != query.shape[-3]:
         repeat = query.shape[-3] // key.shape[-3]
         key, value = key.repeat_interleave(repeat, -3), value.repeat_interleave(repeat, -3)
     scores = query @ key.transpose(-2, -1) * (scale if scale is not None else 1 / math.sqrt(query.shape[-1]))
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    length, keys = scores.shape[-2:]
+    i, j = torch.arange(length)[:, None], torch.arange(keys)[None, :]
+    seen = torch.ones(length, keys, dtype=torch.bool)
     if is_causal:
-        length, keys = scores.shape[-2:]
-        scores = scores.masked_fill(~torch.ones(length, keys, dtype=torch.bool).tril(), float("-inf"))
+        seen &= j <= i
+    if window_left >= 0:
+        seen &= j >= i - window_left
+    if window_right >= 0:
+        seen &= j <= i + window_right
+    if chunk > 0:
+        first = (attn_mask.cumsum(-1) == 0).sum(-1, keepdim=True) if attn_mask is not None else 0
+        seen = seen & ((j - first) // chunk == (i - first) // chunk)
+    scores = scores.masked_fill(~seen, float("-inf"))
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
-    probs = observe(scores.softmax(-1), layer)
-    return probs @ value
+    if sinks is not None:
+        sink = sinks.reshape(-1, 1, 1).expand(*scores.shape[:-1], 1)
+        probs = torch.cat([scores, sink], -1).softmax(-1)[..., :-1]
+    else:
+        probs = scores.softmax(-1)
+    return observe(probs, layer) @ value
 
 
 # A hybrid's sequence mixers (headscan/_export/mixer_ops.py): transformers' torch references.
@@ -94,14 +122,21 @@ def _(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, lay
     return query.new_empty(query.shape[:-1] + (value.shape[-1],))
 
 
+@torch.library.register_fake("headscan::attention.windowed")
+def _(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer, window_left, window_right, chunk,
+      softcap, sinks):
+    return query.new_empty(query.shape[:-1] + (value.shape[-1],))
+
+
 def main(archive, records_path):
     from torch.export.pt2_archive._package import load_pt2
 
     with open(records_path, encoding="utf-8") as f:
         given = json.load(f)
     exported = load_pt2(archive).exported_programs["model"]
-    takes_rows = len(exported.graph_signature.user_inputs) == 3  # forward(input_ids, attention_mask, logits_rows)
     program = exported.module()
+    # A program that takes logits_rows (headscan export's RowsWrapper) is given every row.
+    takes_rows = tuple(exported.graph_signature.user_inputs)[-1:] == ("logits_rows",)
     reference = ReferenceScores()
     layers = None
     for record in given["records"]:

@@ -20,12 +20,12 @@ import torch
 try:
     import headscan
     from headscan._export import (ExportInputError, attention, checks, command, exporter, headscan_attention, metadata,
-                                  pt2)
+                                  ops, pt2)
     from headscan._export import model as model_module
 except ImportError:  # no wheel: the exporter of the source tree, without headscan's C++ core
     headscan = None
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "analyzer" / "python" / "headscan"))
-    from _export import ExportInputError, attention, checks, command, exporter, headscan_attention, metadata, pt2
+    from _export import ExportInputError, attention, checks, command, exporter, headscan_attention, metadata, ops, pt2
     from _export import model as model_module
 
 _PROGRAMS = {}
@@ -151,22 +151,66 @@ def test_without_an_attention_mask_headscans_attention_takes_no_t_by_t_mask():
     assert (pt2.Recorder(exported.program, record=False)(ids) - want).abs().max().item() < 1e-4
 
 
-def test_a_sliding_window_keeps_the_full_mask_under_headscans_attention():
+WINDOWED = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa", "layer",
+            "window_left", "window_right", "chunk", "softcap", "sinks")
+
+
+def windowed_arguments(node):
+    """headscan::attention.windowed's arguments by name: tensors as their (symbolic) sizes."""
+    return {name: list(value.meta["val"].shape) if isinstance(value, torch.fx.Node) else value
+            for name, value in zip(WINDOWED, node.args)}
+
+
+def test_a_sliding_window_is_the_ops_window_over_the_keys_padding():
+    # transformers' sliding_window_causal_mask_function(8): key j seen by query i when i - 8 < j <= i.
     model = tiny_llama("headscan", config_class="MistralConfig", sliding_window=8)
     exported = exporter.export_model(model, None, max_length=64, config=model.config, metadata={"name": "mistral"})
     assert exported.metadata["attention"] == "headscan" and len(observed_nodes(exported)) == 2
+    # The export compared the program with the model at lengths beyond the window (12, 17 and 64).
+    assert sum(length > 8 for length in exported.exact) >= 2
     for node in observed_nodes(exported):
-        arguments = attention_arguments(node)
-        assert arguments["attn_mask"][-2:] == arguments["query"][2:3] * 2 and arguments["is_causal"] is False
+        assert str(node.target) == "headscan.attention.windowed"
+        arguments = windowed_arguments(node)
+        assert arguments["attn_mask"][1:] == [1, 1, arguments["query"][2]] and arguments["is_causal"] is True
+        assert (arguments["window_left"], arguments["window_right"], arguments["chunk"]) == (7, -1, 0)
+        assert arguments["softcap"] is None and arguments["sinks"] is None
         assert arguments["key"][1] == 2 and arguments["enable_gqa"] is True
     program = pt2.Recorder(exported.program, record=False)
-    ids = (torch.arange(40) * 7 % 100).view(1, 40)
-    mask = torch.ones_like(ids)
     with torch.no_grad():
-        model.set_attn_implementation("eager")
-        want = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-        model.set_attn_implementation("headscan")
-        assert (program(ids, mask) - want).abs().max().item() < 1e-4
+        for length in (5, 8, 9, 40):  # shorter than, equal to and beyond the window
+            ids = (torch.arange(length) * 7 % 100).view(1, length)
+            mask = torch.ones_like(ids)
+            model.set_attn_implementation("eager")
+            want = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+            model.set_attn_implementation("headscan")
+            assert (program(ids, mask) - want).abs().max().item() < 1e-4, length
+
+
+def test_mask_rules_of_transformers_mask_functions():
+    from transformers import masking_utils as mu
+
+    rule = headscan_attention.mask_rule
+    assert rule(mu.causal_mask_function) == (True, -1, -1, 0)
+    assert rule(mu.bidirectional_mask_function) == (False, -1, -1, 0)
+    assert rule(mu.sliding_window_causal_mask_function(16)) == (True, 15, -1, 0)
+    assert rule(mu.sliding_window_bidirectional_mask_function(8)) == (False, 8, 8, 0)
+    assert rule(mu.chunked_causal_mask_function(32, torch.zeros(1, dtype=torch.long))) == (True, -1, -1, 32)
+    # A mask function of something else (packed sequences, padding given as a function) is not the op's.
+    assert rule(mu.and_masks(mu.causal_mask_function, mu.padding_mask_function(torch.ones(1, 4)))) is None
+    assert rule(mu.or_masks(mu.causal_mask_function, mu.bidirectional_mask_function)) is None
+    # Each rule as sdpa_mask makes it, key by key, is the op's hidden_keys, at lengths across it.
+    padding = torch.ones(2, 23, dtype=torch.long)
+    padding[1, :3] = 0  # left padding: Llama 4's chunks count from the first real key
+    for function in (mu.sliding_window_causal_mask_function(5), mu.sliding_window_bidirectional_mask_function(3),
+                     mu.chunked_causal_mask_function(6, (padding.cumsum(-1) == 0).sum(-1))):
+        for length in (3, 5, 6, 23):
+            keys = padding[:, :length]
+            want = mu.sdpa_mask(batch_size=2, q_length=length, kv_length=length, mask_function=function,
+                                attention_mask=keys.bool(), allow_is_causal_skip=False)
+            causal, left, right, chunk = rule(function)
+            padded = keys.bool()[:, None, None, :]
+            hidden = ops.hidden_keys(length, length, causal, left, right, chunk, padded)
+            assert torch.equal(hidden.logical_not() & padded, want), (function, length)
 
 
 def test_the_archive_holds_headscan_json_with_the_layers(tmp_path):
@@ -391,13 +435,31 @@ def test_bfloat16_is_compared_in_float32_and_restored_exactly():
         assert after[name].dtype == tensor.dtype and torch.equal(after[name], tensor), name
 
 
-def test_soft_capping_keeps_eager_attention():
+def test_soft_capping_is_headscans_attention():
+    # SDPA ignores Gemma 2's soft-capping; headscan::attention.windowed computes it.
     model = tiny_gemma2(50.0)
     chosen, kind, why = chosen_attention(model)
-    assert chosen is model and kind == "eager" and "soft-capping" in why
-    assert model.config._attn_implementation == "eager"
+    assert chosen is model and kind == "headscan" and why is None
+    assert model.config._attn_implementation == "headscan"
     # --attention sdpa keeps it, unchecked.
     assert chosen_attention(tiny_gemma2(50.0), "sdpa")[1:] == ("sdpa", None)
+
+
+def test_soft_capping_headscan_cannot_compute_keeps_eager_attention():
+    original = headscan_attention.attention_forward
+
+    def uncapped(*args, softcap=None, **kwargs):  # a headscan attention that drops the soft-capping
+        return original(*args, **kwargs)
+
+    headscan_attention.attention_forward = uncapped
+    try:
+        model = tiny_gemma2(1e-4)  # scores of a random model are small: a cap below them
+        chosen, kind, why = chosen_attention(model)
+    finally:
+        headscan_attention.attention_forward = original
+        headscan_attention.register()
+    assert chosen is model and kind == "eager" and model.config._attn_implementation == "eager"
+    assert "soft-capping" in why and "headscan's attention differs from eager attention's" in why
 
 
 def test_an_output_that_differs_from_eager_attention_keeps_eager():

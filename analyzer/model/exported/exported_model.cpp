@@ -16,6 +16,7 @@
 #include "analyzer/errors.h"
 #include "analyzer/model/capture.h"
 #include "analyzer/model/exported/pt2_archive.h"
+#include "analyzer/model/exported/selection_ops.h"
 #include "analyzer/model/forward_call.h"
 
 namespace headscan {
@@ -232,6 +233,7 @@ LayerNumbering layers_of(const ExportedState& state) {
 std::unique_ptr<InstrumentedModel> load_exported_program(const std::string& path, const std::string& dtype,
                                                          const c10::Device& device, bool exact_device) {
   check_archive_file(path, kExportedFile);
+  link_selection_ops();
   ExportedState state;
   state.path = path;
   {

@@ -272,7 +272,7 @@ ExportedProgramInfo check_program(const ModelZip& zip, const ProgramReader& read
       const std::string op = operator_name(node.at("target").get<std::string>());
       if (op.empty()) continue;
       if (op == "headscan::observe.default") ++info.observers;
-      if (op == "headscan::attention.default") ++info.attention;
+      if (op == "headscan::attention.default" || op == "headscan::attention.windowed") ++info.attention;
       operators.insert(op);
     }
     info.operators.assign(operators.begin(), operators.end());

@@ -16,7 +16,7 @@ from ._export import ExportError, ExportInputError
 from ._export.exporter import export_model, extra_files
 from ._export.headscan_json import MAX_LENGTH
 from ._export.metadata import DEFAULT_MAX_LENGTH_CAP, choose_bos, default_name, model_positions, unpadded_tokenizer
-from ._export.model import refuse_encoder_decoder
+from ._export.model import refuse_family
 from ._export.output import Output
 from ._export.attention_program import package_programs
 from ._export.pt2 import package_to_memory
@@ -136,7 +136,7 @@ def _export(module: Any, tokenizer: Any, metadata: Optional[Mapping[str, Any]], 
     config = config if hasattr(config, "to_dict") else None
     if config is not None:
         try:
-            refuse_encoder_decoder(config, ExportInputError)
+            refuse_family(config, ExportInputError)
         except ExportInputError as error:
             raise InputError(str(error)) from None
     length = _max_length(module, fields.pop("max_length", max_length))

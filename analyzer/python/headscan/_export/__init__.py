@@ -9,13 +9,17 @@ model     the model: its size from the config, its class, loading it, the wrappe
           inputs;
 checks    what an archive must satisfy before it is saved (graph, attention rows, shapes, lengths,
           padding), the archive compared with the eager model;
-ops       headscan's two operators (headscan::observe, headscan::attention) as torch.export sees them;
+ops       headscan's operators (headscan::observe, headscan::attention and its windowed overload) as
+          torch.export sees them;
 mixer_ops a hybrid's sequence mixers (gated delta rule, Mamba-2's and Mamba's scans) as headscan's
           operators, put in place of transformers' torch references while torch.export traces;
 attention which attention the model is loaded with: headscan's, SDPA or eager, where each is exact;
 headscan_attention  transformers' attention implementation "headscan": headscan::attention called by
-          the model, with the keys' padding as its mask instead of a [B, 1, T, T] one;
+          the model, with the keys' padding as its mask instead of a [B, 1, T, T] one (and the
+          layer's window or chunks, soft-capping and sinks as the windowed overload's arguments);
 program   torch.export, the observers placed on the attention probabilities;
+deepseek  DeepSeek-V3.2's indexer exported length-dynamic (headscan::index_topk), DeepSeek-V4's
+          compressed attention refused;
 layers    the model's layers as it numbers them, with their kinds;
 pt2       the checks on the exported program and the .pt2 archive written (to a file or to memory);
 exporter  a live model exported and checked: the program and its headscan.json;

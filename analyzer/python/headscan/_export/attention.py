@@ -10,8 +10,10 @@ something it ignores (Gemma 2's soft-capping of the scores, gpt-oss's sinks), ca
 once per map (differential attention), or where its output differs from the same weights under
 eager attention for any other reason, which is measured. headscan's implementation
 (headscan_attention.py) computes SDPA's attention without its [B, 1, T, T] mask and without
-repeating grouped key/value heads: it is kept where the model's output under it is eager
-attention's too, which is measured as well.
+repeating grouped key/value heads, and computes soft-capping and sinks too
+(headscan::attention.windowed): it is kept where the model's output under it is eager attention's,
+which is measured as well, also for a model whose attention SDPA ignores part of or that has no
+SDPA attention in transformers (gpt-oss).
 """
 
 import contextlib
@@ -66,13 +68,16 @@ def counted_sdpa_calls():
             ALL_ATTENTION_FUNCTIONS["sdpa"] = sdpa
 
 
-def sdpa_difference(run_sdpa, run_eager, dtype):
+def sdpa_difference(run_sdpa, run_eager, dtype, ignored_out=None):
     """None when a model loaded with SDPA attention computes what it computes with eager attention
     on the check batch, else why not. run_sdpa() and run_eager() give the output of the batch with
-    the model as loaded (SDPA) and with eager attention."""
+    the model as loaded (SDPA) and with eager attention. `ignored_out`, a set when given, receives
+    what the model's attention computes that SDPA ignores (IGNORED_BY_SDPA's values)."""
     with torch.no_grad(), counted_sdpa_calls() as calls:
         got = run_sdpa()
     ignored = sorted({what for _, _, whats in calls.values() for what in whats})
+    if ignored_out is not None:
+        ignored_out.update(ignored)
     if ignored:
         return f"its attention computes {' and '.join(ignored)}, which scaled_dot_product_attention has no form of"
     repeated = sorted({name for name, count, _ in calls.values() if count > 1})
@@ -128,8 +133,15 @@ def exact_attention(model, requested, run, load_eager, dtype):
                 eager_output.append(run(eager_copy[0]))
         return eager_output[0]
 
-    why = sdpa_difference(lambda: run(model), run_eager, dtype)
+    ignored = set()
+    why = sdpa_difference(lambda: run(model), run_eager, dtype, ignored)
     if why is not None:
+        if can_switch and ignored:
+            # Soft-capping and sinks are headscan::attention.windowed's too: measured.
+            why_not = headscan_difference(model, run, run_eager, dtype)
+            if why_not is None:
+                return model, "headscan", None
+            why = f"{why}; {why_not}"
         if can_switch:
             model.set_attn_implementation("eager")
             return model, "eager", why
@@ -142,6 +154,33 @@ def exact_attention(model, requested, run, load_eager, dtype):
         model.set_attn_implementation("sdpa")
         return model, "sdpa", why
     return model, "headscan", None
+
+
+def headscan_or_eager(model, run, dtype, why):
+    """(the model, "headscan" or "eager", why not "headscan" or None) for a model loaded with eager
+    attention because transformers has no SDPA attention for it (`why`; gpt-oss, whose sinks
+    scaled_dot_product_attention has no form of): switched to headscan's implementation where its
+    output is eager attention's on the check batch, else kept eager."""
+    can_switch = hasattr(model, "set_attn_implementation") and type(model)._can_set_attn_implementation()
+    if not can_switch:
+        return model, "eager", why
+    if dtype in (torch.bfloat16, torch.float16) and widening_fits(model, dtype):
+        with widened(model, dtype):  # compared in float32, as exact_attention does
+            return headscan_or_eager(model, run, torch.float32, why)
+    eager_output = []
+
+    def run_eager():
+        if not eager_output:
+            with torch.no_grad():
+                eager_output.append(run(model))
+        return eager_output[0]
+
+    run_eager()
+    why_not = headscan_difference(model, run, run_eager, dtype)
+    if why_not is None:
+        return model, "headscan", None
+    model.set_attn_implementation("eager")
+    return model, "eager", f"{why}; {why_not}"
 
 
 def headscan_difference(model, run, run_eager, dtype):

@@ -27,8 +27,11 @@ Attention (--attention auto, the default)
   (differential attention). It is then switched to headscan's own implementation of SDPA attention
   where the model's output under it is eager attention's too: each attention calls
   headscan::attention, which headscan computes in row blocks, with the keys' padding as its mask
-  ([B, 1, 1, T]) and the causal rule, and grouped key/value heads unrepeated; layers whose mask is
-  more than that (sliding windows, chunks) keep transformers' [B, 1, T, T] mask. Where it is not
+  ([B, 1, 1, T]), the causal rule, and grouped key/value heads unrepeated; a layer's sliding window
+  or chunks, soft-capping of its scores and attention sinks are arguments of its windowed form
+  (headscan::attention.windowed), so a model with soft-capping or sinks, or one transformers has no
+  SDPA attention for (gpt-oss), is switched to it too where it is exact; masks of other kinds
+  (packed sequences, a model's own overlays) keep transformers' [B, 1, T, T] mask. Where it is not
   exact, SDPA attention is kept (each attention one scaled_dot_product_attention, computed by
   headscan::attention with that [B, 1, T, T] mask), with the reason in headscan.json
   ("attention_reason"). max_length then defaults to the model's positions. Otherwise the model is
@@ -69,14 +72,14 @@ import sys
 import warnings
 
 from . import ExportError, ExportInputError, gguf_file, memory
-from .attention import MODES, exact_attention, refuse_sdpa, sdpa_unavailable
+from .attention import MODES, exact_attention, headscan_or_eager, refuse_sdpa, sdpa_unavailable
 from .exporter import Wrapper, export_model, extra_files
 from .headscan_json import MAX_LENGTH
 from .layers import describe_layers
 from .mixer_ops import quiet_reference_fallbacks
 from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, default_name, load_tokenizer_json,
                        model_positions, unpadded_tokenizer)
-from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_encoder_decoder
+from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_family
 from .output import Output, Terminated, sigterm_unwinds
 from .pt2 import takes_logits_rows
 from .attention_program import package_programs
@@ -203,7 +206,7 @@ def read_source(args):
                                "directory or a GGUF file)")
     else:
         config = read_config(args.model_dir, args.trust_remote_code)
-    refuse_encoder_decoder(config, ExportInputError)
+    refuse_family(config, ExportInputError)
     check_size(config, args.dtype)
     if args.gguf and not args.tokenizer:
         return (config, *gguf_file.tokenizer_json(args.model_dir))
@@ -298,8 +301,8 @@ def export_to(args, output):
 def attention_source(kind, reason):
     """What the program's attention is, for the export's summary."""
     if kind == "headscan":
-        return ("headscan's attention implementation: headscan::attention with the keys' padding as its mask and "
-                "the causal rule, or the model's own mask where it has more")
+        return ("headscan's attention implementation: headscan::attention with the keys' padding as its mask, the "
+                "causal rule and the layers' windows or chunks, or the model's own mask where it has more")
     if kind == "sdpa":
         return "scaled_dot_product_attention, computed by headscan::attention" + (f"; {reason}" if reason else "")
     if kind == "eager":
@@ -320,13 +323,14 @@ def load_with_attention(args, config, tokenizer, bos_token, device):
     if unavailable and args.attention == "sdpa":
         refuse_sdpa(unavailable)
     if unavailable:
-        return load_model(args, config, "eager", cls).to(device), "eager", unavailable
-    try:
-        model = load_model(args, config, "sdpa", cls).to(device)
-    except ExportError as e:
-        if args.attention == "sdpa":
-            refuse_sdpa(str(e))
-        return load_model(args, config, "eager", cls).to(device), "eager", str(e)
+        model = load_model(args, config, "eager", cls).to(device)
+    else:
+        try:
+            model = load_model(args, config, "sdpa", cls).to(device)
+        except ExportError as e:
+            if args.attention == "sdpa":
+                refuse_sdpa(str(e))
+            return load_model(args, config, "eager", cls).to(device), "eager", str(e)
     vocab_size = model.get_input_embeddings().num_embeddings
     bos_id = tokenizer.token_to_id(bos_token) if bos_token else None
     positions = model_positions(config)
@@ -341,8 +345,11 @@ def load_with_attention(args, config, tokenizer, bos_token, device):
         output = Wrapper(each, not args.no_attention_mask).eval()(*inputs)
         return output if args.no_attention_mask else output[inputs[1].bool()]
 
+    dtype = next(model.parameters()).dtype
+    if unavailable:  # headscan's attention computes what SDPA's lacks (gpt-oss's sinks), where it is exact
+        return headscan_or_eager(model, run, dtype, unavailable)
     return exact_attention(model, args.attention, run, lambda: load_model(args, config, "eager", cls).to(device),
-                           next(model.parameters()).dtype)
+                           dtype)
 
 
 def exit_code(prog, export_function, args):

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import ExportError, ExportInputError, checks, headscan_attention, headscan_json, memory
+from . import ExportError, ExportInputError, checks, deepseek, headscan_attention, headscan_json, memory
 from .model import example_rows, lm_head_rows, missing_outputs, padded_batch
 from .mixer_ops import naming_unreplaced_mixers
-from .ops import define
+from .ops import attentions, define
 from .program import exported_program
 from .pt2 import Recorder, check_lengths, check_padding, check_rows, check_shapes
 
@@ -188,7 +188,8 @@ def export_model(model, tokenizer, *, max_length, bos_token=None, causal=None, c
     blocks = checks.block_sizes(config) if config is not None else {checks.DEFAULT_CHUNK: "a chunk of 64 tokens"}
     lengths = checks.lengths_to_check(blocks, max_length, check_length)
 
-    with torch.no_grad(), exportable_experts(model), memory.frozen(), naming_unreplaced_mixers(model):
+    with torch.no_grad(), exportable_experts(model), deepseek.length_dynamic_indexer(model), memory.frozen(), \
+            naming_unreplaced_mixers(model):
         example_inputs = batch(example_rows_)
         if not takes_mask:
             example_inputs = example_inputs[:1]
@@ -264,8 +265,8 @@ def attention_kind(ep, model):
     rewritten), "eager" when every one follows the model's own softmax, else "headscan and eager" or
     "sdpa and eager"."""
     observe, attention = define()
-    targets = {node.target for node in ep.graph_module.graph.nodes
-               if node.op == "call_function" and node.target in (observe, attention)}
+    targets = {attention if node.target in attentions() else node.target for node in ep.graph_module.graph.nodes
+               if node.op == "call_function" and (node.target is observe or node.target in attentions())}
     config = getattr(model, "config", None)
     computed = "headscan" if getattr(config, "_attn_implementation", None) == headscan_attention.NAME else "sdpa"
     return {frozenset([attention]): computed, frozenset([observe]): "eager"}.get(frozenset(targets),

@@ -7,7 +7,7 @@ import os
 
 import torch
 
-from . import ExportError, ExportInputError
+from . import ExportError, ExportInputError, deepseek
 
 BYTES_PER_PARAMETER = {"float32": 4, "bfloat16": 2, "float16": 2}
 
@@ -117,11 +117,15 @@ def read_config(model_dir, trust_remote_code):
         raise ExportInputError(f"transformers could not read {model_dir}/config.json: {one_line(e)}") from None
 
 
-def refuse_encoder_decoder(config, error):
-    """`error` (an ExportError class) when the config is an encoder-decoder's."""
+def refuse_family(config, error):
+    """`error` (an ExportError class) when the config is of a kind headscan does not analyse: an
+    encoder-decoder, or attention that is not over tokens (deepseek.refusal)."""
     if getattr(config, "is_encoder_decoder", False):
         raise error(f"{config.model_type} is an encoder-decoder model; headscan analyses one stack "
                     "taking input_ids (a decoder-only or encoder-only model)")
+    why = deepseek.refusal(config)
+    if why is not None:
+        raise error(why)
 
 
 def output_embeddings(model):

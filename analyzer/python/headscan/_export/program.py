@@ -25,7 +25,7 @@ from torch.export import Dim
 from . import ExportError, ExportInputError
 from .layers import layer_stack, model_layers
 from .mixer_ops import length_dynamic_mixers
-from .ops import define
+from .ops import attentions, define
 from .nativert_rewrites import explicit_scalars, real_complex_products
 
 # The operators' namespaces the C++ runtime has: ATen's and headscan's.
@@ -171,7 +171,7 @@ def module_path(node, prefix):
 def attention_nodes(graph, length):
     """[(node, kind)] of the graph's attentions in order: ("softmax", node), ("sink", the slice after
     the softmax), ("sdpa", node), ("headscan", a headscan::attention the model calls)."""
-    attention = define()[1]
+    models_attention = attentions()
     found = []
     for node in graph.nodes:
         if node.op != "call_function":
@@ -187,7 +187,7 @@ def attention_nodes(graph, length):
                 found.append((_drops_sink(node), "sink"))
         elif node.target is SDPA:
             found.append((node, "sdpa"))
-        elif node.target is attention:
+        elif node.target in models_attention:
             found.append((node, "headscan"))
     return found
 
@@ -274,7 +274,7 @@ def place_observers(ep, model, prefix, config=None):
             node.replace_all_uses_with(replacement)
             graph.erase_node(node)
         elif kind == "headscan":
-            node.update_arg(len(node.args) - 1, number)
+            node.update_arg(8 if node.target is attentions()[1] else len(node.args) - 1, number)
         else:
             with graph.inserting_after(node):
                 observer = graph.call_function(observe, (node, number))
@@ -291,9 +291,15 @@ def place_observers(ep, model, prefix, config=None):
 
 def observer_layers(ep):
     """The layer of each observer of the program, in graph order."""
-    observe, attention = define()
-    return [node.args[-1] for node in ep.graph_module.graph.nodes
-            if node.op == "call_function" and node.target in (observe, attention)]
+    observe = define()[0]
+    return [layer_of(node) for node in ep.graph_module.graph.nodes
+            if node.op == "call_function" and (node.target is observe or node.target in attentions())]
+
+
+def layer_of(node):
+    """The layer an observer carries: headscan::observe's and headscan::attention's last argument,
+    headscan::attention.windowed's ninth."""
+    return node.args[8] if node.target is attentions()[1] else node.args[-1]
 
 
 def exported_program(wrapper, example_inputs, max_length, config=None, precheck=None):

@@ -15,7 +15,7 @@ import torch
 from . import ExportError, ExportInputError, checks, memory
 from .attention_program import package_programs
 from .model import example_rows
-from .ops import attention_math, define
+from .ops import attention_math, attentions, define, hidden_keys
 
 
 class Recorder:
@@ -28,6 +28,7 @@ class Recorder:
     def __init__(self, ep, record=True):
         self.record = record
         observe, attention = define()
+        windowed = attentions()[1]
         self.module = ep.module()
         self.takes_rows = takes_logits_rows(ep)
         self.attentions = []
@@ -36,6 +37,8 @@ class Recorder:
                 node.target = self._observe
             elif node.op == "call_function" and node.target is attention:
                 node.target = self._attention
+            elif node.op == "call_function" and node.target is windowed:
+                node.target = self._windowed
         self.module.recompile()
 
     def _observe(self, probs, layer):
@@ -52,6 +55,26 @@ class Recorder:
                 enable_gqa=enable_gqa)
         output, probs = attention_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
         self.attentions.append(probs.float())
+        return output
+
+    def _windowed(self, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, layer, window_left,
+                  window_right, chunk, softcap, sinks):
+        if not self.record and dropout_p == 0.0 and softcap is None and sinks is None:
+            # SDPA with the rule's keys and the mask as one [B, 1, T, S] mask.
+            hidden = hidden_keys(query.size(-2), key.size(-2), is_causal, window_left, window_right, chunk, attn_mask,
+                                 query.device)
+            visible = hidden.logical_not() if hidden is not None else None
+            if attn_mask is not None and visible is not None:
+                visible = (attn_mask & visible) if attn_mask.dtype == torch.bool else \
+                    attn_mask.masked_fill(visible.logical_not(), float("-inf"))
+            elif attn_mask is not None:
+                visible = attn_mask
+            return torch.nn.functional.scaled_dot_product_attention(
+                query, key, value, attn_mask=visible, dropout_p=dropout_p, scale=scale, enable_gqa=enable_gqa)
+        output, probs = attention_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                                       window_left, window_right, chunk, softcap, sinks)
+        if self.record:
+            self.attentions.append(probs.float())
         return output
 
     def __call__(self, *inputs):
