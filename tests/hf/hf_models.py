@@ -207,6 +207,9 @@ def build_model_dir(arch, model_dir):
     config = config_cls(vocab_size=vocab, **fields, **ids_of(tokenizer, tokens))
     torch.manual_seed(0)
     model = getattr(transformers, arch["cls"])(config).eval()
+    if arch.get("weights"):
+        with torch.no_grad():
+            arch["weights"](model)
     os.makedirs(model_dir, exist_ok=True)
     model.save_pretrained(model_dir)
     if arch["config_patch"]:
@@ -247,11 +250,12 @@ DATA_DEPENDENT = "data-dependent control flow"
 
 
 def pt2_architecture(name, cls, style, config, *, bos, causal=True, kinds=None, refusal=None, new_process=False,
-                     max_length=None, eager=None, sdpa=None, run_options=()):
+                     max_length=None, eager=None, sdpa=None, run_options=(), weights=None):
     """max_length: `headscan export --max-length N`, and the longest sequence analysed (default 300).
     eager: the reason `headscan export` loads the model with eager attention (a text of it), or
     None where it keeps transformers' SDPA attention. sdpa: the reason it keeps transformers' SDPA
-    attention rather than headscan's implementation (a text of it), or None."""
+    attention rather than headscan's implementation (a text of it), or None. weights: a function
+    that sets some of the random model's weights before it is saved."""
     arch = architecture(name, cls, style, config, causal=causal, bos=bos, refusal=refusal, refusal_exit=2,
                         new_process=new_process, positions=PT2_POSITIONS,
                         options=["--max-length", str(max_length)] if max_length else ())
@@ -260,6 +264,7 @@ def pt2_architecture(name, cls, style, config, *, bos, causal=True, kinds=None, 
     arch["eager"] = eager
     arch["sdpa"] = sdpa
     arch["run_options"] = list(run_options)
+    arch["weights"] = weights
     return arch
 
 
@@ -280,6 +285,7 @@ def longer(name, eager=None, **fields):
 # Why `headscan export` keeps eager attention for the models whose attention has no SDPA form
 # (Gemma 2's soft-capping and gpt-oss's sinks are headscan::attention.windowed's).
 DIFFERENTIAL = "more than once per map (differential attention)"
+NO_SDPA = "has no SDPA attention"  # transformers' class without one (BLOOM, GPT-J, ...)
 # Why DeepSeek-V3.2 keeps SDPA attention's [B, 1, T, T] mask: its indexer reads the mask's rows.
 INDEXER_MASK = "its output with headscan's attention differs from eager attention's"
 # DeepSeek-V3.2's indexer keeps each query's top-k keys by index score, whose ties (many in a tiny
@@ -293,6 +299,15 @@ COMPRESSED_KEYS = "attend to compressed entries of the sequence, not to its toke
 def text_config(config_name, **fields):
     return lambda: (config_name, dict(SMALL, max_position_embeddings=PT2_POSITIONS, **fields))
 
+
+
+def trained_qk_norms(model):
+    """The attention's q_norm and k_norm at a gain of 2, not their initial 1 (zero-centred weights
+    at 1, others at 2): a random model's queries and keys of unit RMS give logits of standard
+    deviation 1, so its attention over 1,024 keys would be nearly uniform (hf_references' weak test)."""
+    for name, module in model.named_modules():
+        if name.endswith(("q_norm", "k_norm")) and isinstance(getattr(module, "weight", None), torch.Tensor):
+            module.weight.fill_(1.0 if bool((module.weight == 0).all()) else 2.0)
 
 
 def qwen3_5_config():
@@ -395,11 +410,12 @@ PT2_ARCHITECTURES = [
     # by chunks (linear attention's 64 tokens, Mamba-2's mamba_chunk_size) or token by token (Jamba's
     # Mamba scan) in transformers' Python loops, which headscan export replaces by its operators
     # (headscan::gated_delta_rule, ssd_scan, selective_scan): exported at the default length.
-    pt2_architecture("qwen3_5", "Qwen3_5ForCausalLM", "gpt2", qwen3_5_config, bos="<|endoftext|>", kinds=LINEAR_KINDS),
+    pt2_architecture("qwen3_5", "Qwen3_5ForCausalLM", "gpt2", qwen3_5_config, bos="<|endoftext|>", kinds=LINEAR_KINDS,
+                     weights=trained_qk_norms),
     pt2_architecture("qwen3_next", "Qwen3NextForCausalLM", "gpt2", qwen3_next_config, bos="<|endoftext|>",
-                     kinds=LINEAR_KINDS),
+                     kinds=LINEAR_KINDS, weights=trained_qk_norms),
     pt2_architecture("olmo_hybrid", "OlmoHybridForCausalLM", "gpt2", olmo_hybrid_config, bos="<|endoftext|>",
-                     kinds=LINEAR_KINDS),
+                     kinds=LINEAR_KINDS, weights=trained_qk_norms),
     pt2_architecture("jamba", "JambaForCausalLM", "llama", jamba_config, bos="<s>", kinds=SSM_KINDS),
     pt2_architecture("granitemoehybrid", "GraniteMoeHybridForCausalLM", "gpt2", granite_hybrid_config,
                      bos="<|endoftext|>", kinds=SSM_KINDS),
