@@ -76,9 +76,9 @@ from .attention import MODES, exact_attention, headscan_or_eager, refuse_sdpa, s
 from .exporter import Wrapper, export_model, extra_files
 from .headscan_json import MAX_LENGTH
 from .layers import describe_layers
-from .mixer_ops import quiet_reference_fallbacks
 from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, default_name, load_tokenizer_json,
                        model_positions, unpadded_tokenizer)
+from .mixer_ops import quiet_reference_fallbacks
 from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_family
 from .output import Output, Terminated, sigterm_unwinds
 from .pt2 import takes_logits_rows

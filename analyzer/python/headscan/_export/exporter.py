@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import torch
 
 from . import ExportError, ExportInputError, checks, deepseek, headscan_attention, headscan_json, memory
-from .model import example_rows, lm_head_rows, missing_outputs, padded_batch
 from .mixer_ops import naming_unreplaced_mixers
+from .model import example_rows, lm_head_rows, missing_outputs, padded_batch
 from .ops import attentions, define
 from .program import exported_program
 from .pt2 import Recorder, check_lengths, check_padding, check_rows, check_shapes
