@@ -268,7 +268,18 @@ def pt2_architecture(name, cls, style, config, *, bos, causal=True, kinds=None, 
     return arch
 
 
-def longer(name, eager=None, **fields):
+def trained_qk_norms(model):
+    """The attention's q_norm and k_norm at a gain of 2, not their initial 1 (zero-centred weights
+    at 1, others at 2): a random model's queries and keys of unit RMS give logits of standard
+    deviation 1, so its attention over 1,024 keys would be nearly uniform (hf_references' weak test):
+    the models with q_norm and k_norm (Qwen3, Qwen3-MoE, OLMo 2, OLMoE, Apertus, the linear-attention
+    hybrids)."""
+    for name, module in model.named_modules():
+        if name.endswith(("q_norm", "k_norm")) and isinstance(getattr(module, "weight", None), torch.Tensor):
+            module.weight.fill_(1.0 if bool((module.weight == 0).all()) else 2.0)
+
+
+def longer(name, eager=None, weights=None, **fields):
     """An architecture of ARCHITECTURES with positions for PT2_POSITIONS tokens and FIELDS over its config."""
     arch = BY_NAME[name]
 
@@ -279,7 +290,7 @@ def longer(name, eager=None, **fields):
         return config_name, dict(stored, **positions, **fields)
 
     return pt2_architecture(name, arch["cls"], arch["style"], config, bos=arch["bos"], causal=arch["causal"],
-                            new_process=arch["new_process"], eager=eager)
+                            new_process=arch["new_process"], eager=eager, weights=weights)
 
 
 # Why `headscan export` keeps eager attention for the models whose attention has no SDPA form
@@ -299,15 +310,6 @@ COMPRESSED_KEYS = "attend to compressed entries of the sequence, not to its toke
 def text_config(config_name, **fields):
     return lambda: (config_name, dict(SMALL, max_position_embeddings=PT2_POSITIONS, **fields))
 
-
-
-def trained_qk_norms(model):
-    """The attention's q_norm and k_norm at a gain of 2, not their initial 1 (zero-centred weights
-    at 1, others at 2): a random model's queries and keys of unit RMS give logits of standard
-    deviation 1, so its attention over 1,024 keys would be nearly uniform (hf_references' weak test)."""
-    for name, module in model.named_modules():
-        if name.endswith(("q_norm", "k_norm")) and isinstance(getattr(module, "weight", None), torch.Tensor):
-            module.weight.fill_(1.0 if bool((module.weight == 0).all()) else 2.0)
 
 
 def qwen3_5_config():
@@ -355,7 +357,7 @@ PT2_ARCHITECTURES = [
     longer("gpt2"), longer("llama"), longer("qwen2"), longer("gpt_neox"), longer("mixtral"), longer("bert"),
     longer("mistral", sliding_window=WINDOW), longer("gemma"),
     longer("gemma2", sliding_window=WINDOW),
-    longer("phi3"), longer("qwen3_moe"), longer("olmoe"), longer("deepseek_v3"),
+    longer("phi3"), longer("qwen3_moe", weights=trained_qk_norms), longer("olmoe", weights=trained_qk_norms), longer("deepseek_v3"),
     longer("gpt_oss", sliding_window=WINDOW), longer("modernbert", local_attention=WINDOW), longer("roberta"),
     longer("bert_no_head"),
     # Newer families: sliding and global layers, chunked attention, layers without RoPE, MLA with a
@@ -437,9 +439,9 @@ SHARED_LAYER = "has 2 attention softmaxes"
 
 WIDER_PT2_ARCHITECTURES = [
     pt2_architecture("qwen3", "Qwen3ForCausalLM", "gpt2", text_config("Qwen3Config", num_key_value_heads=2, head_dim=16),
-                     bos="<|endoftext|>"),
+                     bos="<|endoftext|>", weights=trained_qk_norms),
     pt2_architecture("olmo2", "Olmo2ForCausalLM", "gpt2", text_config("Olmo2Config", num_key_value_heads=2),
-                     bos="<|endoftext|>"),
+                     bos="<|endoftext|>", weights=trained_qk_norms),
     pt2_architecture("granite", "GraniteForCausalLM", "gpt2", text_config("GraniteConfig", num_key_value_heads=2),
                      bos="<|endoftext|>"),
     pt2_architecture("stablelm", "StableLmForCausalLM", "gpt2", text_config("StableLmConfig", num_key_value_heads=2),
@@ -489,7 +491,7 @@ WIDER_PT2_ARCHITECTURES = [
     pt2_architecture("seed_oss", "SeedOssForCausalLM", "gpt2",
                      text_config("SeedOssConfig", num_key_value_heads=2, head_dim=16), bos="<|endoftext|>"),
     pt2_architecture("apertus", "ApertusForCausalLM", "gpt2", text_config("ApertusConfig", num_key_value_heads=2),
-                     bos="<|endoftext|>"),
+                     bos="<|endoftext|>", weights=trained_qk_norms),
     pt2_architecture("helium", "HeliumForCausalLM", "gpt2",
                      text_config("HeliumConfig", num_key_value_heads=2, head_dim=16), bos="<|endoftext|>"),
     pt2_architecture("distilbert", "DistilBertForMaskedLM", "bert",
