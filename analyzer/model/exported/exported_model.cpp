@@ -145,8 +145,20 @@ class ExportedProgram final : public InstrumentedModel {
   bool attention_runs_once() const override { return true; }
   std::string dtype() const override { return state_.setting.dtype; }
   const c10::Device& device() const override { return state_.setting.device; }
-  // Gradients run in headscan's interpreter, which a call that needs them switches to.
-  std::string gradient_limit() const override { return ""; }
+  // Gradients run in headscan's interpreter, which a call that needs them switches to: empty when
+  // it can run the program (its nodes are read once, when first asked).
+  std::string gradient_limit() const override {
+    if (!gradient_limit_) {
+      const ModelZip zip(state_.path, kExportedExpected, kExportProgramAgain);
+      const std::string limit = interpreter_limit(zip, "model");
+      gradient_limit_ = limit.empty() ? limit
+                                      : fmt::format("the exported program runs under NativeRT, which runs it in "
+                                                    "inference mode, and headscan's interpreter, which "
+                                                    "differentiates, cannot run it ({})",
+                                                    limit);
+    }
+    return *gradient_limit_;
+  }
   bool selects_logits_rows() const override { return state_.takes_rows; }
 
   ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
@@ -246,6 +258,7 @@ class ExportedProgram final : public InstrumentedModel {
 
   ExportedState state_;
   bool model_program_used_after_cut_ = false;
+  mutable std::optional<std::string> gradient_limit_;
 };
 
 LayerNumbering layers_of(const ExportedState& state) {

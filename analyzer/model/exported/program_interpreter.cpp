@@ -266,9 +266,10 @@ namespace {
 // Builds the steps of a program's graph; names of values become slots.
 class Loader {
  public:
+  // `read_weights` false: the steps only, to check that they can run (interpreter_limit).
   Loader(const ModelZip& zip, const std::string& program, std::optional<at::ScalarType> dtype, const c10::Device& device,
-         ProgramInterpreter::Impl& impl)
-      : zip_(zip), program_(program), dtype_(dtype), device_(device), impl_(impl) {}
+         ProgramInterpreter::Impl& impl, bool read_weights = true)
+      : zip_(zip), program_(program), dtype_(dtype), device_(device), impl_(impl), read_weights_(read_weights) {}
 
   void load() {
     const std::string record = fmt::format("models/{}.json", program_);
@@ -388,8 +389,9 @@ class Loader {
       const json& meta = values.at(argument);
       if (kind == "parameter" && meta.contains("device")) exported_device_ = device_of(meta.at("device"));
       // The checkpoint's tensors take the run's dtype; what the module computed itself keeps its own.
+      const std::string record = folder + config.at(name).at("path_name").get<std::string>();
       impl_.initial[static_cast<std::size_t>(slot_of(argument))] =
-          read_tensor(meta, folder + config.at(name).at("path_name").get<std::string>(), /*cast=*/!constant);
+          read_weights_ ? read_tensor(meta, record, /*cast=*/!constant) : at::Tensor();
     }
   }
 
@@ -591,6 +593,7 @@ class Loader {
   c10::Device device_;
   c10::Device exported_device_{c10::kCPU};
   ProgramInterpreter::Impl& impl_;
+  bool read_weights_ = true;
   std::map<std::string, int> slots_;
   std::map<std::string, at::Tensor> storages_;
   std::map<std::string, at::Tensor> converted_;
@@ -605,6 +608,18 @@ ProgramInterpreter::ProgramInterpreter(const ModelZip& zip, const std::string& n
 }
 
 ProgramInterpreter::~ProgramInterpreter() = default;
+
+std::string interpreter_limit(const ModelZip& zip, const std::string& name) {
+  ProgramInterpreter::Impl steps;
+  try {
+    Loader(zip, name, std::nullopt, c10::Device(c10::kCPU), steps, /*read_weights=*/false).load();
+  } catch (const InputError& e) {
+    return e.what();
+  } catch (const json::exception& e) {
+    return fmt::format("{}: program \"{}\" lacks a field headscan's interpreter reads ({})", zip.path(), name, e.what());
+  }
+  return "";
+}
 
 c10::IValue ProgramInterpreter::run(const std::vector<at::Tensor>& inputs) const {
   TORCH_CHECK(inputs.size() == impl_->user_inputs.size(), "the program takes ", impl_->user_inputs.size(),

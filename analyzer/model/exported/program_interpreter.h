@@ -56,4 +56,8 @@ class ProgramInterpreter {
   std::unique_ptr<Impl> impl_;
 };
 
+// Why ProgramInterpreter cannot run program `name` of the archive (the InputError's message its
+// constructor would throw), or empty when it can; reads the program's nodes, no weight.
+std::string interpreter_limit(const ModelZip& zip, const std::string& name);
+
 }  // namespace headscan
