@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
 #include <torch/script.h>
 
 #include "analyzer/errors.h"
@@ -214,6 +215,44 @@ TEST_CASE("an exported program's attention in blocks of 7 rows equals it unblock
 // What the corpus pass does (RunState::observe): its callback throws after the last layer's last
 // block, which unwinds the model's forward there. The exception comes back with its type, and the
 // model then runs as before: NativeRT's and TorchScript's state survives the unwinding.
+TEST_CASE("the gradient through a .pt2's attention op is taken block by block, as unblocked", "[exported][ablation][e2e]") {
+  const auto model = InstrumentedModel::load(fixture("pt2_sdpa.pt2"));
+  torch::jit::Module reference = torch::jit::load(fixture("pt2_reference.pt"));
+  const at::Tensor ids = reference.attr("ids_300").toTensor();
+  const at::Tensor mask = reference.attr("mask_300").toTensor();
+  const at::AutoGradMode with_gradients(true);
+  // The backward graph of the logits, and the gradient of their squares in the head scales.
+  const auto differentiate = [&](std::int64_t rows, int& recomputed) {
+    model->set_attention_block(rows);
+    headscan::HeadScales tracked{at::ones({2, 4}).requires_grad_(true), at::ones({2, 4}).requires_grad_(true)};
+    const headscan::ForwardOutput output = model->forward(ids, &mask, {}, &tracked);
+    REQUIRE(output.logits);
+    std::set<const torch::autograd::Node*> seen;
+    std::vector<const torch::autograd::Node*> pending{output.logits->grad_fn().get()};
+    recomputed = 0;
+    while (!pending.empty()) {
+      const torch::autograd::Node* node = pending.back();
+      pending.pop_back();
+      if (node == nullptr || !seen.insert(node).second) continue;
+      if (node->name().find("RecomputedAttention") != std::string::npos) ++recomputed;
+      for (const torch::autograd::Edge& edge : node->next_edges()) pending.push_back(edge.function.get());
+    }
+    return torch::autograd::grad({output.logits->square().sum()}, {tracked[0], tracked[1]});
+  };
+  int blocked_nodes = 0;
+  int whole_nodes = 0;
+  const auto blocked = differentiate(7, blocked_nodes);
+  // In blocks of 7 rows, each attention layer's backward recomputes its blocks (eager_attention.h):
+  // no layer keeps its [B, H, T, T] probabilities for the backward.
+  CHECK(blocked_nodes == 2);
+  const auto whole = differentiate(300, whole_nodes);
+  CHECK(whole_nodes == 0);
+  for (std::size_t layer = 0; layer < 2; ++layer) {
+    CHECK(whole[layer].abs().max().item<double>() > 1e-3);
+    CHECK((blocked[layer] - whole[layer]).abs().max().item<double>() <= 1e-5 * whole[layer].abs().max().item<double>());
+  }
+}
+
 TEST_CASE("a forward stopped by its callback after the last attention block runs the same afterwards",
           "[exported][e2e]") {
   struct Stopped : std::exception {};
