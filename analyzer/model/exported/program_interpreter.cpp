@@ -1,11 +1,11 @@
 #include "analyzer/model/exported/program_interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <tuple>
-#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
@@ -277,7 +277,6 @@ class Loader {
     const json& module = document.at("graph_module");
     const json& graph = module.at("graph");
     const json& values = graph.at("tensor_values");
-    exported_device_ = c10::Device(c10::kCPU);
     impl_.exported = parameters_dtype(module.at("signature"), values);
     if (dtype_ == impl_.exported) dtype_.reset();
     impl_.cast = dtype_;
