@@ -16,145 +16,13 @@
 
 #include "analyzer/errors.h"
 #include "analyzer/model/exported/pt2_archive.h"
+#include "analyzer/model/exported/serialized_program.h"
 #include "analyzer/model/model_zip.h"
 
 namespace headscan {
 namespace {
 
 using nlohmann::json;
-
-// torch.export's serialized enums (torch/_export/serde/schema.py: ScalarType, Layout, MemoryFormat).
-at::ScalarType scalar_type(std::int64_t code) {
-  static const std::map<std::int64_t, at::ScalarType> kTypes = {
-      {1, at::kByte},  {2, at::kChar},   {3, at::kShort},         {4, at::kInt},
-      {5, at::kLong},  {6, at::kHalf},   {7, at::kFloat},         {8, at::kDouble},
-      {9, at::kComplexHalf}, {10, at::kComplexFloat}, {11, at::kComplexDouble}, {12, at::kBool},
-      {13, at::kBFloat16}, {28, at::kUInt16}, {29, at::kFloat8_e4m3fn}, {30, at::kFloat8_e5m2},
-      {31, at::kFloat8_e4m3fnuz}, {32, at::kFloat8_e5m2fnuz}};
-  const auto found = kTypes.find(code);
-  if (found == kTypes.end()) throw std::invalid_argument(fmt::format("an unknown dtype {}", code));
-  return found->second;
-}
-
-at::Layout layout(std::int64_t code) {
-  switch (code) {
-    case 1: return at::kSparse;
-    case 2: return at::kSparseCsr;
-    case 3: return at::kSparseCsc;
-    case 4: return at::kSparseBsr;
-    case 5: return at::kSparseBsc;
-    case 6: return at::kMkldnn;
-    case 7: return at::kStrided;
-    default: throw std::invalid_argument(fmt::format("an unknown layout {}", code));
-  }
-}
-
-at::MemoryFormat memory_format(std::int64_t code) {
-  switch (code) {
-    case 1: return at::MemoryFormat::Contiguous;
-    case 2: return at::MemoryFormat::ChannelsLast;
-    case 3: return at::MemoryFormat::ChannelsLast3d;
-    case 4: return at::MemoryFormat::Preserve;
-    default: throw std::invalid_argument(fmt::format("an unknown memory format {}", code));
-  }
-}
-
-// A serialized float: a number, or "Infinity", "-Infinity", "NaN" (JSON has no literal for them).
-double float_of(const json& value) {
-  if (value.is_number()) return value.get<double>();
-  const std::string text = value.get<std::string>();
-  if (text == "Infinity") return std::numeric_limits<double>::infinity();
-  if (text == "-Infinity") return -std::numeric_limits<double>::infinity();
-  if (text == "NaN") return std::numeric_limits<double>::quiet_NaN();
-  throw std::invalid_argument(fmt::format("a float written \"{}\"", text));
-}
-
-// The one entry of a serialized union ({"as_tensor": {...}}): its kind and its value.
-std::pair<std::string, const json&> union_entry(const json& value) {
-  const auto entry = value.begin();
-  if (!value.is_object() || entry == value.end()) throw std::invalid_argument("an empty union");
-  return {entry.key(), entry.value()};
-}
-
-c10::Device device_of(const json& device) {
-  const std::string type = device.at("type").get<std::string>();
-  const json& index = device.contains("index") ? device.at("index") : json();
-  return index.is_null() ? c10::Device(type) : c10::Device(fmt::format("{}:{}", type, index.get<std::int64_t>()));
-}
-
-// The Python callables an exported program calls on sizes (torch.export's symbolic shapes:
-// operator.add on SymInts and the like), which NativeRT also runs itself.
-enum class Arithmetic { kNone, kAdd, kSub, kMul, kFloorDiv, kTrueDiv, kMod, kNeg, kEq, kNe, kLt, kLe, kGt, kGe,
-                        kMax, kMin, kNot };
-
-Arithmetic arithmetic(const std::string& target) {
-  static const std::map<std::string, Arithmetic> kTargets = {
-      {"_operator.add", Arithmetic::kAdd},      {"_operator.sub", Arithmetic::kSub},
-      {"_operator.mul", Arithmetic::kMul},      {"_operator.floordiv", Arithmetic::kFloorDiv},
-      {"_operator.truediv", Arithmetic::kTrueDiv}, {"_operator.mod", Arithmetic::kMod},
-      {"_operator.neg", Arithmetic::kNeg},      {"_operator.eq", Arithmetic::kEq},
-      {"_operator.ne", Arithmetic::kNe},        {"_operator.lt", Arithmetic::kLt},
-      {"_operator.le", Arithmetic::kLe},        {"_operator.gt", Arithmetic::kGt},
-      {"_operator.ge", Arithmetic::kGe},        {"torch.sym_max", Arithmetic::kMax},
-      {"torch.sym_min", Arithmetic::kMin},      {"torch.sym_not", Arithmetic::kNot},
-      {"_operator.not_", Arithmetic::kNot}};
-  const auto found = kTargets.find(target);
-  return found == kTargets.end() ? Arithmetic::kNone : found->second;
-}
-
-// Python's semantics on ints (floor division and modulo round toward −∞) and floats.
-c10::IValue compute(Arithmetic op, const std::vector<c10::IValue>& in) {
-  const auto number = [](const c10::IValue& v) { return v.isInt() ? static_cast<double>(v.toInt()) : v.isBool() ? static_cast<double>(v.toBool()) : v.toDouble(); };
-  const bool ints = std::all_of(in.begin(), in.end(), [](const c10::IValue& v) { return v.isInt() || v.isBool(); });
-  const auto integer = [](const c10::IValue& v) { return v.isInt() ? v.toInt() : static_cast<std::int64_t>(v.toBool()); };
-  switch (op) {
-    case Arithmetic::kNeg: return ints ? c10::IValue(-integer(in[0])) : c10::IValue(-number(in[0]));
-    case Arithmetic::kNot: return c10::IValue(number(in[0]) == 0.0);
-    case Arithmetic::kTrueDiv: return c10::IValue(number(in[0]) / number(in[1]));
-    case Arithmetic::kEq: return c10::IValue(number(in[0]) == number(in[1]));
-    case Arithmetic::kNe: return c10::IValue(number(in[0]) != number(in[1]));
-    case Arithmetic::kLt: return c10::IValue(number(in[0]) < number(in[1]));
-    case Arithmetic::kLe: return c10::IValue(number(in[0]) <= number(in[1]));
-    case Arithmetic::kGt: return c10::IValue(number(in[0]) > number(in[1]));
-    case Arithmetic::kGe: return c10::IValue(number(in[0]) >= number(in[1]));
-    default: break;
-  }
-  if (!ints) {
-    const double a = number(in[0]);
-    const double b = number(in[1]);
-    switch (op) {
-      case Arithmetic::kAdd: return a + b;
-      case Arithmetic::kSub: return a - b;
-      case Arithmetic::kMul: return a * b;
-      case Arithmetic::kFloorDiv: return std::floor(a / b);
-      case Arithmetic::kMod: return a - std::floor(a / b) * b;
-      case Arithmetic::kMax: return std::max(a, b);
-      case Arithmetic::kMin: return std::min(a, b);
-      default: break;
-    }
-  }
-  const std::int64_t a = integer(in[0]);
-  const std::int64_t b = integer(in[1]);
-  switch (op) {
-    case Arithmetic::kAdd: return a + b;
-    case Arithmetic::kSub: return a - b;
-    case Arithmetic::kMul: return a * b;
-    case Arithmetic::kFloorDiv: {
-      TORCH_CHECK(b != 0, "integer division by zero in the program's sizes");
-      const std::int64_t q = a / b;
-      return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-    }
-    case Arithmetic::kMod: {
-      TORCH_CHECK(b != 0, "integer modulo by zero in the program's sizes");
-      const std::int64_t r = a % b;
-      return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-    }
-    case Arithmetic::kMax: return std::max(a, b);
-    case Arithmetic::kMin: return std::min(a, b);
-    default: break;
-  }
-  TORCH_CHECK(false, "unhandled arithmetic");
-}
 
 // One argument of a node, prepared at load: a constant, or values of the run.
 struct Argument {
@@ -315,7 +183,7 @@ class Loader {
   at::Tensor read_tensor(const json& meta, const std::string& record, bool cast) {
     auto stored = storages_.find(record);
     if (stored == storages_.end()) {
-      const at::ScalarType type = scalar_type(meta.at("dtype").get<std::int64_t>());
+      const at::ScalarType type = serialized_scalar_type(meta.at("dtype").get<std::int64_t>());
       const std::uint64_t bytes = zip_.size(record);
       const std::string data = zip_.read(record, bytes);
       const auto element = static_cast<std::uint64_t>(c10::elementSize(type));
@@ -328,7 +196,7 @@ class Loader {
     for (const json& size : meta.at("sizes")) sizes.push_back(size.at("as_int").get<std::int64_t>());
     for (const json& stride : meta.at("strides")) strides.push_back(stride.at("as_int").get<std::int64_t>());
     const std::int64_t offset = meta.contains("storage_offset") ? meta.at("storage_offset").at("as_int").get<std::int64_t>() : 0;
-    const at::ScalarType type = scalar_type(meta.at("dtype").get<std::int64_t>());
+    const at::ScalarType type = serialized_scalar_type(meta.at("dtype").get<std::int64_t>());
     at::Tensor tensor = stored->second.view(type).as_strided(sizes, strides, offset);
     const std::string key = fmt::format("{}:{}:{}:{}:{}", record, fmt::join(sizes, ","), fmt::join(strides, ","), offset, cast);
     if (auto done = converted_.find(key); done != converted_.end()) return done->second;
@@ -345,7 +213,7 @@ class Loader {
     for (const json& spec : signature.at("input_specs")) {
       if (!spec.contains("parameter")) continue;
       const json& meta = values.at(spec.at("parameter").at("arg").at("name").get<std::string>());
-      const at::ScalarType type = scalar_type(meta.at("dtype").get<std::int64_t>());
+      const at::ScalarType type = serialized_scalar_type(meta.at("dtype").get<std::int64_t>());
       if (!at::isFloatingType(type)) continue;
       std::int64_t numel = 1;
       for (const json& size : meta.at("sizes")) numel *= size.at("as_int").get<std::int64_t>();
@@ -386,7 +254,7 @@ class Loader {
       const std::map<std::string, json>& config = constant ? constants : weights;
       const std::string folder = constant ? "data/constants/" : "data/weights/";
       const json& meta = values.at(argument);
-      if (kind == "parameter" && meta.contains("device")) exported_device_ = device_of(meta.at("device"));
+      if (kind == "parameter" && meta.contains("device")) exported_device_ = serialized_device(meta.at("device"));
       // The checkpoint's tensors take the run's dtype; what the module computed itself keeps its own.
       const std::string record = folder + config.at(name).at("path_name").get<std::string>();
       impl_.initial[static_cast<std::size_t>(slot_of(argument))] =
@@ -416,7 +284,7 @@ class Loader {
       } else if (entry.contains("as_int")) {
         result.constant = to_double ? c10::IValue(entry.at("as_int").get<double>()) : c10::IValue(entry.at("as_int").get<std::int64_t>());
       } else if (entry.contains("as_float")) {
-        result.constant = float_of(entry.at("as_float"));
+        result.constant = serialized_float(entry.at("as_float"));
       } else if (entry.contains("as_bool")) {
         result.constant = entry.at("as_bool").get<bool>();
       } else {
@@ -444,7 +312,7 @@ class Loader {
     } else if (kind == "as_int") {
       result.constant = wants_float ? c10::IValue(item.get<double>()) : c10::IValue(item.get<std::int64_t>());
     } else if (kind == "as_float") {
-      result.constant = float_of(item);
+      result.constant = serialized_float(item);
     } else if (kind == "as_bool") {
       result.constant = item.get<bool>();
     } else if (kind == "as_string") {
@@ -453,7 +321,7 @@ class Loader {
       result.constant = item.get<std::vector<std::int64_t>>();
     } else if (kind == "as_floats") {
       std::vector<double> list;
-      for (const json& f : item) list.push_back(float_of(f));
+      for (const json& f : item) list.push_back(serialized_float(f));
       result.constant = list;
     } else if (kind == "as_bools") {
       c10::List<bool> list;
@@ -462,13 +330,13 @@ class Loader {
     } else if (kind == "as_strings") {
       result.constant = item.get<std::vector<std::string>>();
     } else if (kind == "as_scalar_type") {
-      result.constant = scalar_type(item.get<std::int64_t>());
+      result.constant = serialized_scalar_type(item.get<std::int64_t>());
     } else if (kind == "as_layout") {
-      result.constant = layout(item.get<std::int64_t>());
+      result.constant = serialized_layout(item.get<std::int64_t>());
     } else if (kind == "as_memory_format") {
-      result.constant = memory_format(item.get<std::int64_t>());
+      result.constant = serialized_memory_format(item.get<std::int64_t>());
     } else if (kind == "as_device") {
-      result.constant = run_device(device_of(item));
+      result.constant = run_device(serialized_device(item));
     } else if (kind == "as_sym_int" || kind == "as_sym_float" || kind == "as_sym_bool") {
       sym(item, wants_float);
     } else if (kind == "as_sym_ints") {
