@@ -5,10 +5,14 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
 #include <torch/script.h>
 
 #include "analyzer/errors.h"
@@ -28,6 +32,12 @@ using headscan::testing::word_corpus;
 namespace {
 
 constexpr int kExitBadInput = 2;
+
+std::string fmt_options(const std::vector<std::string>& options) {
+  std::string joined;
+  for (const std::string& option : options) joined += option + " ";
+  return joined;
+}
 
 // The attention maps one forward call hands out, in capture order.
 std::vector<at::Tensor> captured(InstrumentedModel& model, const at::Tensor& ids, const at::Tensor& mask,
@@ -91,7 +101,7 @@ TEST_CASE("an exported program captures the module's attention at 9, 40 and 300 
     CHECK(model->layer_numbering().attention_layers == std::vector<int>{0, 2});
     REQUIRE(model->layer_numbering().layers.size() == 3);
     CHECK(model->layer_numbering().layers[1].kind == "convolution");
-    CHECK_FALSE(model->gradient_limit().empty());
+    CHECK(model->gradient_limit().empty());  // headscan's interpreter differentiates it
     for (const int length : {9, 40, 300}) {
       INFO(length);
       const at::Tensor ids = reference.attr("ids_" + std::to_string(length)).toTensor();
@@ -149,9 +159,29 @@ TEST_CASE("an exported program's head scales and attention edits act inside Nati
   captured(*model, ids, mask, nullptr, &identity, &kept);
   CHECK((kept - plain).abs().max().item<double>() < 1e-6);
 
-  // Scales that require grad: NativeRT runs in inference mode, so the gradient pass is refused.
-  headscan::HeadScales tracked{at::ones({2, 4}).requires_grad_(true), at::Tensor()};
-  CHECK_THROWS_AS(captured(*model, ids, mask, &tracked), headscan::InputError);
+  // Scales that require grad: NativeRT runs in inference mode, so the call runs in headscan's
+  // interpreter, and the gradient of the logits with respect to the scales is the TorchScript
+  // trace's.
+  const auto gradients = [&](InstrumentedModel& instrumented) {
+    const at::AutoGradMode with_gradients(true);
+    headscan::HeadScales tracked{at::ones({2, 4}).requires_grad_(true), at::ones({2, 4}).requires_grad_(true)};
+    at::Tensor logits;
+    captured(instrumented, ids, mask, &tracked, nullptr, &logits);
+    REQUIRE(logits.requires_grad());
+    return torch::autograd::grad({logits.square().sum()}, {tracked[0], tracked[1]});
+  };
+  CHECK(model->gradient_limit().empty());
+  const auto exported = gradients(*model);
+  const auto traced_model = InstrumentedModel::load(fixture("pt2_eager.pt"));
+  const auto traced = gradients(*traced_model);
+  for (std::size_t layer = 0; layer < 2; ++layer) {
+    CHECK(exported[layer].abs().max().item<double>() > 1e-3);
+    CHECK((exported[layer] - traced[layer]).abs().max().item<double>() <= 1e-4 * traced[layer].abs().max().item<double>());
+  }
+  // The calls after it run there too, and give NativeRT's logits.
+  at::Tensor again;
+  captured(*model, ids, mask, nullptr, nullptr, &again);
+  CHECK((again - plain).abs().max().item<double>() < 1e-5);
 }
 
 TEST_CASE("an exported program's attention in blocks of 7 rows equals it unblocked", "[exported][e2e]") {
@@ -185,6 +215,44 @@ TEST_CASE("an exported program's attention in blocks of 7 rows equals it unblock
 // What the corpus pass does (RunState::observe): its callback throws after the last layer's last
 // block, which unwinds the model's forward there. The exception comes back with its type, and the
 // model then runs as before: NativeRT's and TorchScript's state survives the unwinding.
+TEST_CASE("the gradient through a .pt2's attention op is taken block by block, as unblocked", "[exported][ablation][e2e]") {
+  const auto model = InstrumentedModel::load(fixture("pt2_sdpa.pt2"));
+  torch::jit::Module reference = torch::jit::load(fixture("pt2_reference.pt"));
+  const at::Tensor ids = reference.attr("ids_300").toTensor();
+  const at::Tensor mask = reference.attr("mask_300").toTensor();
+  const at::AutoGradMode with_gradients(true);
+  // The backward graph of the logits, and the gradient of their squares in the head scales.
+  const auto differentiate = [&](std::int64_t rows, int& recomputed) {
+    model->set_attention_block(rows);
+    headscan::HeadScales tracked{at::ones({2, 4}).requires_grad_(true), at::ones({2, 4}).requires_grad_(true)};
+    const headscan::ForwardOutput output = model->forward(ids, &mask, {}, &tracked);
+    REQUIRE(output.logits);
+    std::set<const torch::autograd::Node*> seen;
+    std::vector<const torch::autograd::Node*> pending{output.logits->grad_fn().get()};
+    recomputed = 0;
+    while (!pending.empty()) {
+      const torch::autograd::Node* node = pending.back();
+      pending.pop_back();
+      if (node == nullptr || !seen.insert(node).second) continue;
+      if (node->name().find("RecomputedAttention") != std::string::npos) ++recomputed;
+      for (const torch::autograd::Edge& edge : node->next_edges()) pending.push_back(edge.function.get());
+    }
+    return torch::autograd::grad({output.logits->square().sum()}, {tracked[0], tracked[1]});
+  };
+  int blocked_nodes = 0;
+  int whole_nodes = 0;
+  const auto blocked = differentiate(7, blocked_nodes);
+  // In blocks of 7 rows, each attention layer's backward recomputes its blocks (eager_attention.h):
+  // no layer keeps its [B, H, T, T] probabilities for the backward.
+  CHECK(blocked_nodes == 2);
+  const auto whole = differentiate(300, whole_nodes);
+  CHECK(whole_nodes == 0);
+  for (std::size_t layer = 0; layer < 2; ++layer) {
+    CHECK(whole[layer].abs().max().item<double>() > 1e-3);
+    CHECK((blocked[layer] - whole[layer]).abs().max().item<double>() <= 1e-5 * whole[layer].abs().max().item<double>());
+  }
+}
+
 TEST_CASE("a forward stopped by its callback after the last attention block runs the same afterwards",
           "[exported][e2e]") {
   struct Stopped : std::exception {};
@@ -342,6 +410,116 @@ TEST_CASE("a .pt2 and a TorchScript trace of the same module give the same heads
   }
 }
 
+namespace {
+
+// Every number under `a` within `tolerance` of `b`'s, everything else equal; keys in `skip` not
+// compared.
+void check_close(const nlohmann::json& a, const nlohmann::json& b, double tolerance, const std::string& where,
+                 const std::set<std::string>& skip = {}) {
+  INFO(where);
+  if (a.is_number() && b.is_number()) {
+    CHECK(std::abs(a.get<double>() - b.get<double>()) <= tolerance);
+  } else if (a.is_object() && b.is_object()) {
+    CHECK(a.size() == b.size());
+    for (auto field = a.begin(); field != a.end(); ++field) {
+      if (skip.count(field.key()) != 0) continue;
+      REQUIRE(b.contains(field.key()));
+      check_close(*field, b[field.key()], tolerance, where + "." + field.key(), skip);
+    }
+  } else if (a.is_array() && b.is_array()) {
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) check_close(a[i], b[i], tolerance, where + "[" + std::to_string(i) + "]", skip);
+  } else {
+    CHECK(a == b);
+  }
+}
+
+// The causal evidence of a report: its "ablation" section (losses, the pruning curve, circuits)
+// and each head's scores and labels.
+void check_same_evidence(const nlohmann::json& a, const nlohmann::json& b, double tolerance) {
+  REQUIRE(a.contains("ablation"));
+  REQUIRE(b.contains("ablation"));
+  check_close(a["ablation"], b["ablation"], tolerance, "ablation");
+  REQUIRE(a["heads"].size() == b["heads"].size());
+  for (std::size_t i = 0; i < a["heads"].size(); ++i) {
+    check_close(a["heads"][i], b["heads"][i], tolerance, "heads[" + std::to_string(i) + "]");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("--ablation on a .pt2 gives its TorchScript trace's importance, ablation, pruning and circuits",
+          "[exported][ablation][e2e]") {
+  TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", word_corpus({30, 12, 50, 7, 41, 25, 33, 60, 90, 140}));
+  // (archive, trace, options): pt2_sdpa in blocks of 5 rows takes the gradient block by block
+  // (eager_attention.h, RecomputedAttention) where the trace's graph does too.
+  const std::vector<std::tuple<std::string, std::string, std::vector<std::string>>> cases = {
+      {"pt2_eager.pt2", "pt2_eager.pt", {}},
+      {"pt2_sdpa.pt2", "pt2_sdpa.pt", {}},
+      {"pt2_sdpa.pt2", "pt2_sdpa.pt", {"--attention-block", "5"}},
+      {"pt2_rows.pt2", "pt2_rows.pt", {}},
+      {"pt2_whole.pt2", "pt2_eager.pt", {}}};
+  int index = 0;
+  for (const auto& [archive, trace, options] : cases) {
+    INFO(archive << " " << fmt_options(options));
+    std::vector<std::string> extra = {"--ablation"};
+    extra.insert(extra.end(), options.begin(), options.end());
+    const std::string name = std::to_string(index++);
+    const CommandResult exported = analyse(fixture(archive), corpus, dir / (name + "-pt2"), extra);
+    INFO(exported.err);
+    REQUIRE(exported.exit_code == 0);
+    CHECK(exported.err.empty());
+    REQUIRE(analyse(fixture(trace), corpus, dir / (name + "-pt"), extra).exit_code == 0);
+    const nlohmann::json a = read_json(dir / (name + "-pt2") / "heads.json");
+    const nlohmann::json b = read_json(dir / (name + "-pt") / "heads.json");
+    check_same_evidence(a, b, 1e-4);
+    bool any_importance = false;
+    for (const auto& head : a["heads"]) any_importance |= head["scores"]["importance"].get<double>() > 1e-6;
+    CHECK(any_importance);
+  }
+}
+
+TEST_CASE("--dtype bfloat16 and float16 run a float32 .pt2 in that dtype", "[exported][dtype][e2e]") {
+  TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", word_corpus({30, 12, 50, 7, 41, 25, 33, 60, 90, 140}));
+  for (const std::string name : {"pt2_eager", "pt2_sdpa"}) {
+    INFO(name);
+    REQUIRE(analyse(fixture(name + ".pt2"), corpus, dir / (name + "-float32")).exit_code == 0);
+    const nlohmann::json reference = read_json(dir / (name + "-float32") / "heads.json");
+    for (const std::string dtype : {"bfloat16", "float16"}) {
+      INFO(dtype);
+      const CommandResult cast = analyse(fixture(name + ".pt2"), corpus, dir / (name + "-" + dtype), {"--dtype", dtype});
+      INFO(cast.err);
+      REQUIRE(cast.exit_code == 0);
+      CHECK(cast.err.empty());
+      const nlohmann::json report = read_json(dir / (name + "-" + dtype) / "heads.json");
+      CHECK(report["model"]["dtype"] == dtype);
+      CHECK(report["model"]["format"] == "exported program");
+      // TorchScript's tolerance for --dtype (test_modern_exports.cpp): 1e-2 of the float32 run.
+      for (std::size_t i = 0; i < report["heads"].size(); ++i) {
+        check_close(report["heads"][i]["scores"], reference["heads"][i]["scores"], 1e-2, "scores");
+      }
+      // And the TorchScript trace cast the same way.
+      REQUIRE(analyse(fixture(name + ".pt"), corpus, dir / (name + "-pt-" + dtype), {"--dtype", dtype}).exit_code == 0);
+      const nlohmann::json traced = read_json(dir / (name + "-pt-" + dtype) / "heads.json");
+      for (std::size_t i = 0; i < report["heads"].size(); ++i) {
+        check_close(report["heads"][i]["scores"], traced["heads"][i]["scores"], 1e-2, "scores");
+      }
+    }
+  }
+  SECTION("--ablation in bfloat16: losses within 2% of float32's, importance finite") {
+    REQUIRE(analyse(fixture("pt2_sdpa.pt2"), corpus, dir / "ablation-float32", {"--ablation"}).exit_code == 0);
+    REQUIRE(analyse(fixture("pt2_sdpa.pt2"), corpus, dir / "ablation-bf16", {"--ablation", "--dtype", "bfloat16"})
+                .exit_code == 0);
+    const nlohmann::json float32 = read_json(dir / "ablation-float32" / "heads.json");
+    const nlohmann::json bf16 = read_json(dir / "ablation-bf16" / "heads.json");
+    const double loss = float32["ablation"]["loss"].get<double>();
+    CHECK(std::abs(bf16["ablation"]["loss"].get<double>() - loss) < 0.02 * loss);
+    for (const auto& head : bf16["heads"]) CHECK(std::isfinite(head["scores"]["importance"].get<double>()));
+  }
+}
+
 TEST_CASE("sequences longer than the export checked warn once", "[exported][e2e]") {
   TempDir dir;
   // Lines of 10 and 30 words: the second's window is longer than checked_length 24.
@@ -408,13 +586,8 @@ TEST_CASE("what the .pt2 loader cannot run is bad input", "[exported][errors][e2
   SECTION("a program without observers") {
     CHECK_THAT(refused(fixture("pt2_no_observer.pt2")), Contains("no headscan observer"));
   }
-  SECTION("another dtype") {
-    CHECK_THAT(refused(fixture("pt2_eager.pt2"), {"--dtype", "bfloat16"}),
-               Contains("exported program in float32") && Contains("headscan export --dtype bfloat16"));
-  }
-  SECTION("--ablation, whose gradients NativeRT does not compute") {
-    CHECK_THAT(refused(fixture("pt2_eager.pt2"), {"--ablation"}),
-               Contains("--ablation") && Contains("inference mode") && Contains("TorchScript"));
+  SECTION("a --dtype it does not know") {
+    CHECK_THROWS_AS(InstrumentedModel::load(fixture("pt2_eager.pt2"), "int8"), headscan::InputError);
   }
 }
 

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <c10/core/GradMode.h>
 #include <torch/library.h>
 #include <torch/script.h>
 
@@ -219,9 +221,25 @@ TORCH_LIBRARY_IMPL(headscan, CompositeExplicitAutograd, m) {
   m.impl("attention.windowed", windowed_attention);
 }
 
+TORCH_LIBRARY_IMPL(headscan, Autograd, m) {
+  m.impl("observe", torch::CppFunction::makeFromBoxedFunction<&differentiable_kernel>());
+  m.impl("attention", torch::CppFunction::makeFromBoxedFunction<&differentiable_kernel>());
+  m.impl("attention.windowed", torch::CppFunction::makeFromBoxedFunction<&differentiable_kernel>());
+}
+
 }  // namespace
 
 bool capture_running() { return active_capture != nullptr; }
+
+void differentiable_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  const c10::DispatchKeySet below = keys & c10::after_autograd_keyset;
+  if (capture_running() && c10::GradMode::is_enabled()) {
+    op.redispatchBoxed(below, stack);  // autograd stays on for the kernel's own operations
+    return;
+  }
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  op.redispatchBoxed(below, stack);
+}
 
 void fail_capture(std::exception_ptr error) {
   CaptureState* state = active_capture;

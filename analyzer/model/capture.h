@@ -12,6 +12,12 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/core/DispatchKeySet.h>
+
+namespace c10 {
+class OperatorHandle;
+struct IValue;
+}  // namespace c10
 
 #include "analyzer/model/model.h"
 
@@ -66,6 +72,18 @@ class AttentionBlocks {
 // forward call with `error` (rethrown by CaptureScope::rethrow_captured_error with its own type).
 bool capture_running();
 [[noreturn]] void fail_capture(std::exception_ptr error);
+
+// The Autograd kernel of headscan's operators whose C++ kernels are compositions of
+// differentiable ATen operations (headscan::attention's RecomputedAttention among them): during a
+// capture with grad mode on (the importance pass through an exported program,
+// exported/program_interpreter.h), the operator's own kernel runs with autograd on, so its
+// operations record the backward, block by block; otherwise it runs below autograd, as with no
+// Autograd kernel (so torch.export, tracing the operator in Python, keeps it whole). Register it
+// for an operator with
+//   TORCH_LIBRARY_IMPL(headscan, Autograd, m) {
+//     m.impl("name", torch::CppFunction::makeFromBoxedFunction<&differentiable_kernel>());
+//   }
+void differentiable_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, std::vector<c10::IValue>* stack);
 
 // While alive, captured attention of the current thread goes to `on_attention`. One forward call
 // per scope: layers are numbered from 0 in execution order.

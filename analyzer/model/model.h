@@ -71,9 +71,9 @@ class InstrumentedModel {
   // `dtype` ("float32", "bfloat16" or "float16"; empty: as the archive holds them) casts the
   // floating-point parameters and buffers after loading (--dtype). The module, and the device and
   // tensor constants of its graph (torchscript/graph_device.h), move to `device` (--device). An
-  // exported program runs in the dtype and on the device it was exported for: another dtype is
-  // InputError, and so is another device when `exact_device`; without it (--device auto chose
-  // the device) the program runs where it is, and device() says where.
+  // exported program is cast and moved likewise (exported/program_interpreter.h) where `dtype`
+  // differs, and where `device` does when `exact_device`; without it (--device auto chose the
+  // device) the program runs where it was exported, and device() says where.
   static std::unique_ptr<InstrumentedModel> load(const std::string& path, const std::string& dtype = "",
                                                  const c10::Device& device = c10::Device(c10::kCPU),
                                                  bool exact_device = true);

@@ -3,7 +3,8 @@
 
     check_cuda.py HEADSCAN FIXTURE_DIR WORK_DIR COMPARE_HEADS
 
-For every fixture model with planted heads (and the random-weight and --ablation ones), runs the
+For every fixture model with planted heads (and the random-weight and --ablation ones, and the
+exported programs exported on the CPU, which --device cuda moves), runs the
 same analysis with --device cpu and --device cuda and requires heads.json to agree within 1e-5 in
 every score, with the same labels (tests/fixtures/compare_heads.py; `run` is not compared). On the
 GPU, a corpus cut in shards and merged must equal the single GPU run exactly, and heads.json's run
@@ -68,6 +69,11 @@ def main(argv):
         ("ablation_lm", "ablation_lm.pt", os.path.join(fixtures, "ablation_corpus.txt"), no_parser + ["--ablation"]),
         ("ablation_mlm", "ablation_mlm.pt", os.path.join(fixtures, "ablation_corpus.txt"), no_parser + ["--ablation"]),
     ]
+    # Exported programs written in float32 on the CPU (make_pt2_fixtures.py), moved to the GPU by
+    # headscan's interpreter of the program, plain and with --ablation.
+    for name in ["pt2_eager", "pt2_sdpa", "pt2_rows"]:
+        cases.append((name + "_exported", f"{name}.pt2", words, no_parser))
+        cases.append((name + "_exported_ablation", f"{name}.pt2", words, no_parser + ["--ablation"]))
     # The long-context head types (make_long_context_models.py), where the fixtures include them.
     long_corpus = os.path.join(fixtures, "long_corpus.txt")
     if os.path.exists(long_corpus):

@@ -296,7 +296,7 @@ def longer(name, eager=None, weights=None, **fields):
 # Why `headscan export` keeps eager attention for the models whose attention has no SDPA form
 # (Gemma 2's soft-capping and gpt-oss's sinks are headscan::attention.windowed's).
 DIFFERENTIAL = "more than once per map (differential attention)"
-NO_SDPA = "has no SDPA attention"  # transformers' class without one (BLOOM, GPT-J, ...)
+NO_SDPA = "has no SDPA attention"
 # Why DeepSeek-V3.2 keeps SDPA attention's [B, 1, T, T] mask: its indexer reads the mask's rows.
 INDEXER_MASK = "its output with headscan's attention differs from eager attention's"
 # DeepSeek-V3.2's indexer keeps each query's top-k keys by index score, whose ties (many in a tiny

@@ -1,6 +1,7 @@
 #include "analyzer/model/exported/exported_model.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -10,11 +11,14 @@
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Logging.h>
+#include <nlohmann/json.hpp>
 #include <torch/nativert/ModelRunnerHandle.h>
 #include <torch/version.h>
 
 #include "analyzer/errors.h"
+#include "analyzer/model/device.h"
 #include "analyzer/model/capture.h"
+#include "analyzer/model/exported/program_interpreter.h"
 #include "analyzer/model/exported/pt2_archive.h"
 #include "analyzer/model/exported/selection_ops.h"
 #include "analyzer/model/forward_call.h"
@@ -26,11 +30,6 @@ constexpr ArchiveKind kExportedFile = {
     "an exported program (.pt2)", "written by headscan export",
     "a zip file written by headscan export or torch.export's package_pt2",
     "export the model with headscan export MODEL_DIR OUT.pt2"};
-
-constexpr const char* kNoGradients =
-    "the exported program runs under NativeRT, PyTorch's C++ runtime for exported programs, which runs it in "
-    "inference mode: no gradient reaches the head scales; run this on a TorchScript archive of the model "
-    "(scripts/export_hf.py, or torch.jit.trace and torch.jit.save)";
 
 // The dispatcher's name of "aten::softmax.int": ("aten::softmax", "int"); "default" is "".
 std::pair<std::string, std::string> split_operator(const std::string& op) {
@@ -76,13 +75,42 @@ struct ExportedState {
   std::string tokenizer_json;
   ExportedProgramInfo program;
   ForwardSetting setting;
+  // Where the run's dtype (setting.dtype) is not the export's: that dtype.
+  std::optional<at::ScalarType> cast;
+  // Whether every call runs in headscan's interpreter (program_interpreter.h): the run casts or
+  // moves the program, or a call has needed gradients (the importance pass; the passes after it
+  // then run there too, so that their losses come from the same computation and the weights are
+  // not loaded again).
+  bool interpreted = false;
   // The program's last input is logits_rows (int64 [K]): it computes the logits at those rows only.
   bool takes_rows = false;
   // One of the archive's programs at a time, loaded when a call needs it (each holds the weights
   // it uses): "model", or kAttentionProgram.
   std::unique_ptr<torch::nativert::ModelRunnerHandle> runner;
+  std::unique_ptr<ProgramInterpreter> interpreter;
   std::string runner_program;
 };
+
+// headscan's interpreter of `program` in the archive at `path`, its weights cast to `cast` and on `device`.
+std::unique_ptr<ProgramInterpreter> load_interpreter(const std::string& path, const std::string& program,
+                                                     std::optional<at::ScalarType> cast, const c10::Device& device) {
+  const ModelZip zip(path, kExportedExpected, kExportProgramAgain);
+  try {
+    return std::make_unique<ProgramInterpreter>(zip, program, cast, device);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: program \"{}\" lacks a field headscan reads ({}); {}", path, program,
+                                 e.what(), kExportProgramAgain));
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw std::runtime_error(fmt::format("{}: out of memory on {} while placing the program's weights there ({}); "
+                                         "run it in a smaller --dtype (bfloat16), or on a device with more memory",
+                                         path, device.str(), memory_line(e.what())));
+  }
+}
 
 // NativeRT's runner of `program` in the archive at `path`; InputError when NativeRT cannot load it.
 std::unique_ptr<torch::nativert::ModelRunnerHandle> load_runner(const std::string& path, const std::string& program) {
@@ -118,7 +146,20 @@ class ExportedProgram final : public InstrumentedModel {
   bool attention_runs_once() const override { return true; }
   std::string dtype() const override { return state_.setting.dtype; }
   const c10::Device& device() const override { return state_.setting.device; }
-  std::string gradient_limit() const override { return kNoGradients; }
+  // Gradients run in headscan's interpreter, which a call that needs them switches to: empty when
+  // it can run the program (its nodes are read once, when first asked).
+  std::string gradient_limit() const override {
+    if (!gradient_limit_) {
+      const ModelZip zip(state_.path, kExportedExpected, kExportProgramAgain);
+      const std::string limit = interpreter_limit(zip, "model");
+      gradient_limit_ = limit.empty() ? limit
+                                      : fmt::format("the exported program runs under NativeRT, which runs it in "
+                                                    "inference mode, and headscan's interpreter, which "
+                                                    "differentiates, cannot run it ({})",
+                                                    limit);
+    }
+    return *gradient_limit_;
+  }
   bool selects_logits_rows() const override { return state_.takes_rows; }
 
   ForwardOutput forward(const at::Tensor& ids, const at::Tensor* mask, const AttentionCallback& on_attention,
@@ -147,16 +188,21 @@ class ExportedProgram final : public InstrumentedModel {
                     const HeadScales* scales, const AttentionEdit* edit, const std::string& program,
                     const at::Tensor* logits_rows) {
     TORCH_CHECK(ids.dim() == 2, "input ids must be [B,T], got ", ids.sizes());
-    if (scales != nullptr) {
-      for (const at::Tensor& scale : *scales) {
-        if (scale.defined() && scale.requires_grad()) throw InputError(fmt::format("{}: {}", state_.path, kNoGradients));
-      }
+    // NativeRT runs in inference mode: a gradient to the head scales needs the interpreter.
+    if (scales != nullptr && c10::GradMode::is_enabled()) {
+      for (const at::Tensor& scale : *scales) state_.interpreted |= scale.defined() && scale.requires_grad();
     }
-    if (state_.runner_program != program) {
+    const bool interpreted = state_.interpreted;
+    if (state_.runner_program != program || (interpreted && !state_.interpreter)) {
       if (program == "model" && state_.runner_program == kAttentionProgram) model_program_used_after_cut_ = true;
       state_.runner.reset();  // one program's weights in memory at a time
+      state_.interpreter.reset();
       state_.runner_program.clear();
-      state_.runner = load_runner(state_.path, program);
+      if (interpreted) {
+        state_.interpreter = load_interpreter(state_.path, program, state_.cast, state_.setting.device);
+      } else {
+        state_.runner = load_runner(state_.path, program);
+      }
       state_.runner_program = program;
     }
     const std::int64_t batch = ids.size(0);
@@ -197,8 +243,12 @@ class ExportedProgram final : public InstrumentedModel {
       };
     }
     CaptureScope scope(batch, length, observed, scales, edit != nullptr ? &edited : nullptr, attention_block());
-    const c10::IValue output =
-        run_forward(state_.setting, scope, batch, length, [&] { return state_.runner->run(inputs, {}); });
+    const c10::IValue output = run_forward(state_.setting, scope, batch, length, [&] {
+      if (!interpreted) return state_.runner->run(inputs, {});
+      std::vector<at::Tensor> tensors;
+      for (const c10::IValue& input : inputs) tensors.push_back(input.toTensor());
+      return state_.interpreter->run(tensors);
+    });
     note_attention_block_use(scope.block_use());
     if (program != "model") return ForwardOutput{};
     if (!state_.takes_rows) return ForwardOutput{logits_at(logits_of(output, batch, length), logits_rows)};
@@ -209,6 +259,7 @@ class ExportedProgram final : public InstrumentedModel {
 
   ExportedState state_;
   bool model_program_used_after_cut_ = false;
+  mutable std::optional<std::string> gradient_limit_;
 };
 
 LayerNumbering layers_of(const ExportedState& state) {
@@ -264,32 +315,32 @@ std::unique_ptr<InstrumentedModel> load_exported_program(const std::string& path
                                  "headscan::attention), so its attention cannot be seen; {}",
                                  path, kExportProgramAgain));
   }
-  if (!dtype.empty() && dtype != program.dtype) {
-    dtype_of(dtype);  // a name --dtype does not know is its own error
-    throw InputError(fmt::format("--dtype {}: {} is an exported program in {}, which runs in the dtype it was "
-                                 "exported in; export it again with headscan export --dtype {}, or run without "
-                                 "--dtype",
-                                 dtype, path, program.dtype, dtype));
-  }
+  // Another dtype or device: NativeRT runs a program in the dtype and on the device it was exported
+  // for, and its public interface can neither cast nor move it, so headscan's interpreter runs it.
+  if (!dtype.empty() && dtype != program.dtype) state.cast = dtype_of(dtype);
   const c10::Device own(program.device);
   const bool same_device = own.type() == device.type() && (!device.has_index() || !own.has_index() ||
                                                            own.index() == device.index());
-  if (!same_device && exact_device) {
-    throw InputError(fmt::format("--device {}: {} is an exported program whose weights are on {}; NativeRT runs a "
-                                 "program where it was exported, and its public interface cannot move it; run "
-                                 "with --device {}, or export the model on {} (headscan export --device {})",
-                                 device.str(), path, own.str(), own.type() == c10::kCPU ? "cpu" : own.str(),
-                                 device.str(), device.str()));
-  }
+  const c10::Device run_device = same_device || !exact_device ? own : device;
   check_operators(path, program.operators);
-  state.setting.dtype = program.dtype;
-  state.setting.device = own;
+  state.setting.dtype = state.cast ? dtype : program.dtype;
+  state.setting.cast = state.cast.has_value();
+  state.setting.dtype_remedy = fmt::format("--dtype cast the program's weights, and an operation met tensors of "
+                                           "dtypes it does not mix; run it in its own dtype (without --dtype), or "
+                                           "export it in {} (headscan export --dtype {})",
+                                           dtype, dtype);
+  state.setting.device = run_device;
+  state.interpreted = state.cast.has_value() || (!same_device && exact_device);
   state.setting.takes_mask = token_inputs == 2;
   std::vector<std::string> arguments;
   for (const std::string& input : program.inputs) arguments.push_back(input + ": Tensor");
   state.setting.schema = fmt::format("forward({}) -> Tensor", fmt::join(arguments, ", "));
   state.layers = layers_of(state);
-  state.runner = load_runner(path, "model");
+  if (state.interpreted) {
+    state.interpreter = load_interpreter(path, "model", state.cast, run_device);
+  } else {
+    state.runner = load_runner(path, "model");
+  }
   state.runner_program = "model";
   return std::make_unique<ExportedProgram>(std::move(state));
 }

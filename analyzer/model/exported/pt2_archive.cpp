@@ -227,7 +227,10 @@ ExportedProgramInfo check_program(const ModelZip& zip, const ProgramReader& read
     std::map<std::string, std::uint64_t> elements;  // floating-point parameter elements by dtype
     for (const nlohmann::json& spec : module.at("signature").at("input_specs")) {
       if (!spec.is_object() || spec.size() != 1) reader.damaged(record, "has an input spec that is not one entry");
-      const auto& [kind, entry] = *spec.items().begin();
+      // The entry's key and value read through an iterator of `spec` (a structured binding of
+      // *spec.items().begin() would refer into a temporary).
+      const std::string kind = spec.begin().key();
+      const nlohmann::json& entry = spec.begin().value();
       if (kind == "user_input") {
         const nlohmann::json& argument = entry.at("arg");
         if (!argument.contains("as_tensor")) {

@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "analyzer/model/capture.h"
+
 namespace headscan {
 namespace {
 
@@ -25,5 +27,10 @@ TORCH_LIBRARY_FRAGMENT(headscan, m) { m.def("headscan::index_topk(Tensor scores,
 
 // Explicit kernels for every backend, so that Python can give the fake one (ops.py's note).
 TORCH_LIBRARY_IMPL(headscan, CompositeExplicitAutograd, m) { m.impl("index_topk", index_topk); }
+
+// Its indices take no gradient; under --ablation's importance pass its scores may (capture.h).
+TORCH_LIBRARY_IMPL(headscan, Autograd, m) {
+  m.impl("index_topk", torch::CppFunction::makeFromBoxedFunction<&differentiable_kernel>());
+}
 
 }  // namespace headscan
