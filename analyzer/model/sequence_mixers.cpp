@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "analyzer/model/capture.h"
+
 // Each function follows its transformers reference line by line (the same operations on tensors of
 // the same shapes and layouts, so the same rounding); the comments give the reference's lines
 // where the ATen spelling differs from Python's indexing.
@@ -286,6 +288,15 @@ TORCH_LIBRARY_IMPL(headscan, CompositeExplicitAutograd, m) {
   m.impl("gated_delta_rule", gated_delta_rule);
   m.impl("ssd_scan", ssd_scan);
   m.impl("selective_scan", selective_scan);
+}
+
+// Differentiable where headscan's importance pass runs an exported program with autograd
+// (capture.h, differentiable_kernel): the kernels' own ATen operations record the backward;
+// elsewhere (torch.export tracing them) they run below autograd, whole.
+TORCH_LIBRARY_IMPL(headscan, Autograd, m) {
+  m.impl("gated_delta_rule", torch::CppFunction::makeFromBoxedFunction<&differentiable_kernel>());
+  m.impl("ssd_scan", torch::CppFunction::makeFromBoxedFunction<&differentiable_kernel>());
+  m.impl("selective_scan", torch::CppFunction::makeFromBoxedFunction<&differentiable_kernel>());
 }
 
 }  // namespace

@@ -22,9 +22,10 @@ kernel - 1 and cut to the length) are length-dynamic ATen already and stay as th
 
 headscan's C++ core (analyzer/model/sequence_mixers.cpp) defines the operators with kernels of ATen
 for NativeRT; where it is not loaded they are defined here with kernels that call transformers'
-reference functions. Their fake implementations (shapes only, the length symbolic) and their
-gradients (the references' own, recomputed: Python only) are registered here in either case, by
-define(). length_dynamic_mixers() puts the operators in place of the reference functions while
+reference functions. Their fake implementations (shapes only, the length symbolic) are registered
+here in either case, by define(), and, where C++ gives them no Autograd kernel (its
+differentiable_kernel, for headscan's importance pass), their gradients (the references' own,
+recomputed). length_dynamic_mixers() puts the operators in place of the reference functions while
 torch.export traces a model; naming_unreplaced_mixers() names, in a refusal, the modules whose
 copy of a reference differs and so was traced as it is.
 """
