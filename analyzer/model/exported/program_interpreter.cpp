@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <c10/core/GradMode.h>
 
 #include "analyzer/errors.h"
 #include "analyzer/model/exported/pt2_archive.h"
@@ -55,6 +56,10 @@ struct Step {
   std::vector<bool> output_lists;
   std::vector<int> release;         // slots read for the last time here
   bool skip = false;
+  // aten::copy(self, src): the functional copy functionalization writes for an in-place one (a
+  // slice assigned to), which autograd has no formula for; with gradients on it runs as
+  // self.clone().copy_(src), the same values, which autograd differentiates.
+  bool functional_copy = false;
 };
 
 }  // namespace
@@ -379,6 +384,7 @@ class Loader {
         step.op = c10::Dispatcher::singleton().findSchema({name, overload});
         if (!step.op) throw std::invalid_argument("an operator this LibTorch does not have");
         step.skip = dtype_.has_value() && name == "aten::_assert_tensor_metadata";
+        step.functional_copy = name == "aten::copy" && overload.empty();
         const c10::FunctionSchema& schema = step.op->schema();
         for (const c10::Argument& formal : schema.arguments()) {
           const json* given = nullptr;
@@ -498,7 +504,11 @@ c10::IValue ProgramInterpreter::run(const std::vector<at::Tensor>& inputs) const
     if (step.skip) continue;
     stack.clear();
     for (const Argument& argument : step.arguments) stack.push_back(impl_->materialize(argument, values));
-    if (step.op) {
+    if (step.functional_copy && c10::GradMode::is_enabled()) {
+      if (impl_->cast) impl_->unify_dtypes(stack);
+      const at::Tensor copied = stack[0].toTensor().clone().copy_(stack[1].toTensor(), stack[2].toBool());
+      stack.assign({copied});
+    } else if (step.op) {
       if (impl_->cast) impl_->unify_dtypes(stack);
       step.op->callBoxed(stack);
     } else {
