@@ -494,6 +494,13 @@ WIDER_PT2_ARCHITECTURES = [
                      bos="<|endoftext|>", weights=trained_qk_norms),
     pt2_architecture("helium", "HeliumForCausalLM", "gpt2",
                      text_config("HeliumConfig", num_key_value_heads=2, head_dim=16), bos="<|endoftext|>"),
+    # Refused: a model without attention (pure Mamba), an encoder-decoder (T5).
+    pt2_architecture("mamba", "MambaForCausalLM", "gpt2",
+                     lambda: ("MambaConfig", dict(hidden_size=64, num_hidden_layers=2, state_size=8)),
+                     bos="<|endoftext|>", refusal="headscan would find no attention"),
+    pt2_architecture("t5", "T5ForConditionalGeneration", "gpt2",
+                     lambda: ("T5Config", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16)),
+                     bos="<|endoftext|>", refusal="is an encoder-decoder model"),
     pt2_architecture("distilbert", "DistilBertForMaskedLM", "bert",
                      lambda: ("DistilBertConfig", dict(dim=64, hidden_dim=128, n_layers=2, n_heads=4,
                                                        max_position_embeddings=PT2_POSITIONS, initializer_range=0.25)),

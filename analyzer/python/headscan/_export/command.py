@@ -81,6 +81,7 @@ from .metadata import (DEFAULT_MAX_LENGTH_CAP, choose_bos, choose_max_length, de
 from .mixer_ops import quiet_reference_fallbacks
 from .model import check_size, example_rows, load_model, model_class, padded_batch, read_config, refuse_family
 from .output import Output, Terminated, sigterm_unwinds
+from .program import NoAttention
 from .pt2 import takes_logits_rows
 from .attention_program import package_programs
 from .tokenizer_checks import check_loss, check_round_trip
@@ -255,7 +256,7 @@ def export_to(args, output):
     try:
         exported = exported_with(attention_reason)
     except ExportError as e:
-        if attention != "headscan":
+        if attention != "headscan" or isinstance(e, NoAttention):
             raise
         # headscan's implementation held on the check batch but not in the program: SDPA's, as before it.
         attention_reason = f"the program with headscan's attention failed: {e}"

@@ -25,6 +25,10 @@ from torch.export import Dim
 from . import ExportError, ExportInputError
 from .layers import layer_stack, model_layers
 from .mixer_ops import length_dynamic_mixers
+
+
+class NoAttention(ExportInputError):
+    """The model computes no attention: no other attention implementation gives it any."""
 from .ops import attentions, define
 from .nativert_rewrites import explicit_scalars, real_complex_products
 
@@ -255,8 +259,9 @@ def place_observers(ep, model, prefix, config=None):
                                "gives no attention probabilities; load the model with attn_implementation=\"eager\"")
     found = attention_nodes(graph, length)
     if not found:
-        raise ExportInputError("the exported program has no attention softmax, no scaled_dot_product_attention and "
-                               "no headscan::attention: headscan would find no attention")
+        raise NoAttention("the exported program has no attention softmax, no scaled_dot_product_attention and "
+                          "no headscan::attention: headscan would find no attention (a model without attention "
+                          "layers, such as a pure state-space model, has no heads to analyse)")
     paths = [module_path(node, prefix) for node, _ in found]
     stack, indexes = layer_stack(model, paths)
     numbers = [indexes[p] for p in paths] if stack is not None else list(range(len(found)))
