@@ -448,7 +448,7 @@ void check_same_evidence(const nlohmann::json& a, const nlohmann::json& b, doubl
 
 }  // namespace
 
-TEST_CASE("--ablation on a .pt2 gives its TorchScript trace's importance, ablation, pruning and circuits",
+TEST_CASE("ablation on a .pt2 (--ablation) gives its TorchScript trace's importance, ablation, pruning and circuits",
           "[exported][ablation][e2e]") {
   TempDir dir;
   const std::string corpus = dir.write("corpus.txt", word_corpus({30, 12, 50, 7, 41, 25, 33, 60, 90, 140}));
@@ -480,7 +480,7 @@ TEST_CASE("--ablation on a .pt2 gives its TorchScript trace's importance, ablati
   }
 }
 
-TEST_CASE("--dtype bfloat16 and float16 run a float32 .pt2 in that dtype", "[exported][dtype][e2e]") {
+TEST_CASE("a float32 .pt2 runs in bfloat16 and float16 (--dtype)", "[exported][dtype][e2e]") {
   TempDir dir;
   const std::string corpus = dir.write("corpus.txt", word_corpus({30, 12, 50, 7, 41, 25, 33, 60, 90, 140}));
   for (const std::string name : {"pt2_eager", "pt2_sdpa"}) {
