@@ -17,6 +17,7 @@ Exit 0 when it passes, 1 otherwise.
 """
 
 import os
+import shutil
 import sys
 import time
 
@@ -47,6 +48,7 @@ def main(argv):
     with open(corpus, "w", encoding="utf-8") as f:  # a line of some 5,000 tokens and one of about 40
         f.write(" ".join(CORPUS * 40) + "\n" + CORPUS[1] + " " + CORPUS[5] + "\n")
     start = time.time()
+    shutil.rmtree(os.path.join(work, ARCH["name"]), ignore_errors=True)  # a run before this one's archive
     build_model_dir(ARCH, check_export_pt2.paths(ARCH, work)[0])
     try:
         worst = check_export_pt2.check(ARCH, headscan, corpus, work, observers=False, exporters=None)
