@@ -1,5 +1,6 @@
 #include "analyzer/model/capture.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -231,9 +232,28 @@ TORCH_LIBRARY_IMPL(headscan, Autograd, m) {
 
 bool capture_running() { return active_capture != nullptr; }
 
+namespace {
+
+// Whether a tensor among the operator's arguments (the top of `stack`) requires grad.
+bool input_requires_grad(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const std::size_t count = op.schema().arguments().size();
+  for (std::size_t i = stack.size() - std::min(count, stack.size()); i < stack.size(); ++i) {
+    const c10::IValue& value = stack[i];
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().requires_grad()) return true;
+    if (value.isTensorList()) {
+      for (const at::Tensor& tensor : value.toTensorVector()) {
+        if (tensor.defined() && tensor.requires_grad()) return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void differentiable_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   const c10::DispatchKeySet below = keys & c10::after_autograd_keyset;
-  if (capture_running() && c10::GradMode::is_enabled()) {
+  if (c10::GradMode::is_enabled() && (capture_running() || input_requires_grad(op, *stack))) {
     op.redispatchBoxed(below, stack);  // autograd stays on for the kernel's own operations
     return;
   }

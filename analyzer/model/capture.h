@@ -74,12 +74,13 @@ bool capture_running();
 [[noreturn]] void fail_capture(std::exception_ptr error);
 
 // The Autograd kernel of headscan's operators whose C++ kernels are compositions of
-// differentiable ATen operations (headscan::attention's RecomputedAttention among them): during a
-// capture with grad mode on (the importance pass through an exported program,
-// exported/program_interpreter.h), the operator's own kernel runs with autograd on, so its
-// operations record the backward, block by block; otherwise it runs below autograd, as with no
-// Autograd kernel (so torch.export, tracing the operator in Python, keeps it whole). Register it
-// for an operator with
+// differentiable ATen operations (headscan::attention's RecomputedAttention among them): with grad
+// mode on, during a capture (the importance pass through an exported program,
+// exported/program_interpreter.h) or when an input requires grad (a program run by torch in
+// Python and differentiated there), the operator's own kernel runs with autograd on, so its
+// operations record the backward, block by block; otherwise (grad mode off, as torch.export
+// traces under headscan export, or no input that requires grad) it runs below autograd, so that
+// torch.export keeps the operator whole. Register it for an operator with
 //   TORCH_LIBRARY_IMPL(headscan, Autograd, m) {
 //     m.impl("name", torch::CppFunction::makeFromBoxedFunction<&differentiable_kernel>());
 //   }

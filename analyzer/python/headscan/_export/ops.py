@@ -146,7 +146,7 @@ def _windowed_kernel(query, key, value, attn_mask, dropout_p, is_causal, scale, 
 
 def define():
     """Defines what is missing of the operators (C++ may have defined them) and their fake
-    implementations; returns (observe, attention), the OpOverloads (windowed() gives the third)."""
+    implementations; returns (observe, attention), the OpOverloads (attentions() gives both attention overloads)."""
     fakes = {"observe": _observe_fake, "attention": _attention_fake, "attention.windowed": _windowed_fake}
     kernels = {"observe": _observe_kernel, "attention": _attention_kernel, "attention.windowed": _windowed_kernel}
     for name, schema in SCHEMAS.items():
@@ -179,12 +179,6 @@ def define_operator(name, schema, kernel, fake):
         torch.library.register_fake(f"headscan::{name}", fake, lib=library)
         _LIBRARIES.append(library)
     return getattr(torch.ops.headscan, name).default
-
-
-def windowed():
-    """headscan::attention.windowed's OpOverload (defined as define() defines the others)."""
-    define()
-    return torch.ops.headscan.attention.windowed
 
 
 def attentions():

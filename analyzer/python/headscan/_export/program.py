@@ -25,12 +25,13 @@ from torch.export import Dim
 from . import ExportError, ExportInputError
 from .layers import layer_stack, model_layers
 from .mixer_ops import length_dynamic_mixers
+from .ops import attentions, define
+from .nativert_rewrites import explicit_scalars, real_complex_products
 
 
 class NoAttention(ExportInputError):
     """The model computes no attention: no other attention implementation gives it any."""
-from .ops import attentions, define
-from .nativert_rewrites import explicit_scalars, real_complex_products
+
 
 # The operators' namespaces the C++ runtime has: ATen's and headscan's.
 RUNTIME_NAMESPACES = {"aten", "prims", "headscan"}
