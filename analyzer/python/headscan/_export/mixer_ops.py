@@ -40,7 +40,7 @@ import sys
 import torch
 
 from . import ExportInputError
-from .ops import _defined, _has_fake
+from .ops import define_operator
 
 SCHEMAS = {
     "gated_delta_rule": "gated_delta_rule(Tensor query, Tensor key, Tensor value, Tensor g, Tensor beta, "
@@ -164,15 +164,7 @@ def define():
     """Defines what is missing of the three operators (C++ may have defined them), their fake
     implementations and their gradients; returns {name: OpOverload}."""
     for name, schema in SCHEMAS.items():
-        if not _defined(name):
-            library = torch.library.Library("headscan", "FRAGMENT")
-            library.define(schema)
-            library.impl(name, KERNELS[name], "CompositeExplicitAutograd")
-            _LIBRARIES.append(library)
-        if not _has_fake(f"headscan::{name}"):
-            library = torch.library.Library("headscan", "FRAGMENT")
-            torch.library.register_fake(f"headscan::{name}", FAKES[name], lib=library)
-            _LIBRARIES.append(library)
+        define_operator(name, schema, KERNELS[name], FAKES[name])
         if not _has_autograd(f"headscan::{name}"):
             library = torch.library.Library("headscan", "FRAGMENT")
             torch.library.register_autograd(f"headscan::{name}", _backward(name), setup_context=_setup_context,
